@@ -1,0 +1,6 @@
+// gausskl: KL divergences between Gaussian distributions.
+#pragma once
+
+#include "gausskl/ops.hpp"
+#include "gausskl/types.hpp"
+#include "gausskl/version.hpp"

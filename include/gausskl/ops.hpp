@@ -1,0 +1,86 @@
+// The operations. All results are in nats (natural log).
+//
+// Errors: bad input throws std::invalid_argument, a lack of resources std::runtime_error;
+// messages read "[op] what, where", e.g.
+//   "[kl] p.scale (std) must be positive and finite, found -0.5 at row 17, column 3".
+// Inputs are validated once, in full, before any output is written.
+// Results are computed in double precision whatever the input type.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "gausskl/export.hpp"
+#include "gausskl/types.hpp"
+
+namespace gausskl {
+
+// Row-wise: out[i] = KL(p_i || q_i) for i < N. p and q have equal N, or one of them has N = 1
+// and is paired with every row of the other. out has N = max(p.n, q.n) elements.
+GAUSSKL_API void kl(const Gaussians<float>& p, const Gaussians<float>& q, std::span<float> out,
+                    const Options& options = {});
+GAUSSKL_API void kl(const Gaussians<float>& p, const Gaussians<float>& q, std::span<double> out,
+                    const Options& options = {});
+GAUSSKL_API void kl(const Gaussians<double>& p, const Gaussians<double>& q,
+                    std::span<double> out, const Options& options = {});
+GAUSSKL_API void kl(const Gaussians<double>& p, const Gaussians<double>& q, std::span<float> out,
+                    const Options& options = {});
+
+// out[i] = KL(p_i || N(0, I)), the VAE prior term; out has p.n elements.
+GAUSSKL_API void kl_standard_normal(const Gaussians<float>& p, std::span<float> out,
+                                    const Options& options = {});
+GAUSSKL_API void kl_standard_normal(const Gaussians<float>& p, std::span<double> out,
+                                    const Options& options = {});
+GAUSSKL_API void kl_standard_normal(const Gaussians<double>& p, std::span<double> out,
+                                    const Options& options = {});
+GAUSSKL_API void kl_standard_normal(const Gaussians<double>& p, std::span<float> out,
+                                    const Options& options = {});
+
+// All pairs: out[i * M + j] = KL(p_i || q_j), row-major [N, M]. Memory is O(N * M) plus the
+// factored q; no [N, M, D] intermediate. Without q, q = p and the diagonal is exactly 0.
+GAUSSKL_API void pairwise_kl(const Gaussians<float>& p, const Gaussians<float>& q,
+                             std::span<float> out, const Options& options = {});
+GAUSSKL_API void pairwise_kl(const Gaussians<float>& p, const Gaussians<float>& q,
+                             std::span<double> out, const Options& options = {});
+GAUSSKL_API void pairwise_kl(const Gaussians<double>& p, const Gaussians<double>& q,
+                             std::span<double> out, const Options& options = {});
+GAUSSKL_API void pairwise_kl(const Gaussians<double>& p, const Gaussians<double>& q,
+                             std::span<float> out, const Options& options = {});
+GAUSSKL_API void pairwise_kl(const Gaussians<float>& p, std::span<float> out,
+                             const Options& options = {});
+GAUSSKL_API void pairwise_kl(const Gaussians<float>& p, std::span<double> out,
+                             const Options& options = {});
+GAUSSKL_API void pairwise_kl(const Gaussians<double>& p, std::span<double> out,
+                             const Options& options = {});
+GAUSSKL_API void pairwise_kl(const Gaussians<double>& p, std::span<float> out,
+                             const Options& options = {});
+
+// Nearest neighbours by KL: for each p_i, the k smallest KL(p_i || q_j), ascending, ties broken
+// by the lower j. indices and values are row-major [N, k]. 1 <= k <= M (M - 1 with
+// options.exclude_self). Without q, q = p.
+GAUSSKL_API void knn_kl(const Gaussians<float>& p, const Gaussians<float>& q, std::int64_t k,
+                        std::span<std::int64_t> indices, std::span<float> values,
+                        const Options& options = {});
+GAUSSKL_API void knn_kl(const Gaussians<float>& p, const Gaussians<float>& q, std::int64_t k,
+                        std::span<std::int64_t> indices, std::span<double> values,
+                        const Options& options = {});
+GAUSSKL_API void knn_kl(const Gaussians<double>& p, const Gaussians<double>& q, std::int64_t k,
+                        std::span<std::int64_t> indices, std::span<double> values,
+                        const Options& options = {});
+GAUSSKL_API void knn_kl(const Gaussians<double>& p, const Gaussians<double>& q, std::int64_t k,
+                        std::span<std::int64_t> indices, std::span<float> values,
+                        const Options& options = {});
+GAUSSKL_API void knn_kl(const Gaussians<float>& p, std::int64_t k,
+                        std::span<std::int64_t> indices, std::span<float> values,
+                        const Options& options = {});
+GAUSSKL_API void knn_kl(const Gaussians<float>& p, std::int64_t k,
+                        std::span<std::int64_t> indices, std::span<double> values,
+                        const Options& options = {});
+GAUSSKL_API void knn_kl(const Gaussians<double>& p, std::int64_t k,
+                        std::span<std::int64_t> indices, std::span<double> values,
+                        const Options& options = {});
+GAUSSKL_API void knn_kl(const Gaussians<double>& p, std::int64_t k,
+                        std::span<std::int64_t> indices, std::span<float> values,
+                        const Options& options = {});
+
+}  // namespace gausskl

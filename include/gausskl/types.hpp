@@ -1,0 +1,107 @@
+// Non-owning, strided views of batches of Gaussian distributions.
+//
+// A view never copies: it points at the caller's arrays, which must outlive the call.
+// Strides are in elements (not bytes) and may be zero (broadcast) or negative.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <utility>
+#include <variant>
+
+namespace gausskl {
+
+// A read-only N-dimensional strided view: element (i0, i1, ...) is at
+// data[i0 * strides[0] + i1 * strides[1] + ...].
+template <class T, int Rank>
+struct View {
+  const T* data = nullptr;
+  std::array<std::int64_t, Rank> shape{};
+  std::array<std::int64_t, Rank> strides{};
+
+  template <class... I>
+  const T& operator()(I... idx) const {
+    static_assert(sizeof...(I) == Rank);
+    const std::array<std::int64_t, Rank> at{static_cast<std::int64_t>(idx)...};
+    std::int64_t offset = 0;
+    for (int k = 0; k < Rank; ++k) offset += at[k] * strides[k];
+    return data[offset];
+  }
+};
+
+// A C-order (row-major, contiguous) view of `data` with the given shape.
+template <class T, int Rank>
+View<T, Rank> contiguous(const T* data, std::array<std::int64_t, Rank> shape) {
+  View<T, Rank> v{data, shape, {}};
+  std::int64_t stride = 1;
+  for (int k = Rank - 1; k >= 0; --k) {
+    v.strides[k] = stride;
+    stride *= shape[k];
+  }
+  return v;
+}
+
+// How the scale of a diagonal Gaussian is given, per dimension h:
+// stddev sigma_h, variance sigma_h^2, logvar log(sigma_h^2), precision 1 / sigma_h^2.
+enum class DiagParam { stddev, var, logvar, precision };
+
+// How the covariance of a full Gaussian is given: a lower-triangular factor L with a positive
+// diagonal (Sigma = L L^T, entries above the diagonal must be 0), Sigma itself, or Sigma^{-1}.
+// Symmetric matrices are read from their lower triangle after a symmetry check.
+enum class FullParam { scale_tril, covariance, precision_matrix };
+
+// N Gaussians N(mean_i, diag(sigma_i^2)); mean and scale are [N, D].
+template <class T>
+struct DiagGaussians {
+  View<T, 2> mean;
+  View<T, 2> scale;
+  DiagParam param = DiagParam::stddev;
+};
+
+// N Gaussians N(mean_i, Sigma_i); mean is [N, D], scale is [N, D, D].
+template <class T>
+struct FullGaussians {
+  View<T, 2> mean;
+  View<T, 3> scale;
+  FullParam param = FullParam::scale_tril;
+};
+
+// N Gaussians N(mean_i, W_i W_i^T + diag(d_i)); mean [N, D], cov_factor W [N, D, R],
+// cov_diag d [N, D]. Never densified: every operation costs O(D R^2), not O(D^3).
+template <class T>
+struct LowRankGaussians {
+  View<T, 2> mean;
+  View<T, 3> cov_factor;
+  View<T, 2> cov_diag;
+};
+
+// A batch of Gaussians of any family. Converts implicitly from each family's view.
+template <class T>
+class Gaussians {
+ public:
+  using Variant = std::variant<DiagGaussians<T>, FullGaussians<T>, LowRankGaussians<T>>;
+
+  Gaussians(DiagGaussians<T> g) : v_(std::move(g)) {}
+  Gaussians(FullGaussians<T> g) : v_(std::move(g)) {}
+  Gaussians(LowRankGaussians<T> g) : v_(std::move(g)) {}
+
+  const Variant& variant() const { return v_; }
+  const View<T, 2>& mean() const {
+    return std::visit([](const auto& g) -> const View<T, 2>& { return g.mean; }, v_);
+  }
+  std::int64_t n() const { return mean().shape[0]; }
+  std::int64_t d() const { return mean().shape[1]; }
+
+ private:
+  Variant v_;
+};
+
+// Options shared by every operation.
+struct Options {
+  // Worker threads; 0 means one per hardware thread. Results do not depend on it.
+  int threads = 0;
+  // knn_kl with q = p only: leave out j == i (a distribution's own zero).
+  bool exclude_self = false;
+};
+
+}  // namespace gausskl

@@ -1,0 +1,33 @@
+// NumPy .npz files: zip archives of .npy entries, from np.savez (stored) or
+// np.savez_compressed (deflate, inflated through zlib). Zip64 records, as NumPy writes them,
+// are understood. CRC-32 is checked. A declared size that deflate could not produce from the
+// compressed size (a zip bomb or a lie) is an error before anything is allocated.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "io/array.hpp"
+
+namespace gausskl::io {
+
+// Entries in archive order, names without the ".npy" suffix. Entries not ending in ".npy"
+// are an error. Errors as for read_npy ("[read] path: entry 'x.npy': what").
+std::vector<std::pair<std::string, Array>> read_npz(const std::string& path);
+
+struct NpzEntry {
+  std::string name;  // without ".npy"
+  DType dtype;
+  std::vector<std::int64_t> shape;
+  const void* data;  // product(shape) elements of dtype
+};
+
+// Writes an uncompressed (stored) archive that np.load reads. Throws std::runtime_error if the
+// write fails.
+void write_npz(std::FILE* out, std::span<const NpzEntry> entries);
+
+}  // namespace gausskl::io
