@@ -21,8 +21,8 @@ GAUSSKL_API void kl(const Gaussians<float>& p, const Gaussians<float>& q, std::s
                     const Options& options = {});
 GAUSSKL_API void kl(const Gaussians<float>& p, const Gaussians<float>& q, std::span<double> out,
                     const Options& options = {});
-GAUSSKL_API void kl(const Gaussians<double>& p, const Gaussians<double>& q,
-                    std::span<double> out, const Options& options = {});
+GAUSSKL_API void kl(const Gaussians<double>& p, const Gaussians<double>& q, std::span<double> out,
+                    const Options& options = {});
 GAUSSKL_API void kl(const Gaussians<double>& p, const Gaussians<double>& q, std::span<float> out,
                     const Options& options = {});
 
@@ -70,17 +70,13 @@ GAUSSKL_API void knn_kl(const Gaussians<double>& p, const Gaussians<double>& q, 
 GAUSSKL_API void knn_kl(const Gaussians<double>& p, const Gaussians<double>& q, std::int64_t k,
                         std::span<std::int64_t> indices, std::span<float> values,
                         const Options& options = {});
-GAUSSKL_API void knn_kl(const Gaussians<float>& p, std::int64_t k,
-                        std::span<std::int64_t> indices, std::span<float> values,
-                        const Options& options = {});
-GAUSSKL_API void knn_kl(const Gaussians<float>& p, std::int64_t k,
-                        std::span<std::int64_t> indices, std::span<double> values,
-                        const Options& options = {});
-GAUSSKL_API void knn_kl(const Gaussians<double>& p, std::int64_t k,
-                        std::span<std::int64_t> indices, std::span<double> values,
-                        const Options& options = {});
-GAUSSKL_API void knn_kl(const Gaussians<double>& p, std::int64_t k,
-                        std::span<std::int64_t> indices, std::span<float> values,
-                        const Options& options = {});
+GAUSSKL_API void knn_kl(const Gaussians<float>& p, std::int64_t k, std::span<std::int64_t> indices,
+                        std::span<float> values, const Options& options = {});
+GAUSSKL_API void knn_kl(const Gaussians<float>& p, std::int64_t k, std::span<std::int64_t> indices,
+                        std::span<double> values, const Options& options = {});
+GAUSSKL_API void knn_kl(const Gaussians<double>& p, std::int64_t k, std::span<std::int64_t> indices,
+                        std::span<double> values, const Options& options = {});
+GAUSSKL_API void knn_kl(const Gaussians<double>& p, std::int64_t k, std::span<std::int64_t> indices,
+                        std::span<float> values, const Options& options = {});
 
 }  // namespace gausskl

@@ -24,7 +24,8 @@ struct View {
     static_assert(sizeof...(I) == Rank);
     const std::array<std::int64_t, Rank> at{static_cast<std::int64_t>(idx)...};
     std::int64_t offset = 0;
-    for (int k = 0; k < Rank; ++k) offset += at[k] * strides[k];
+    for (int k = 0; k < Rank; ++k)
+      offset += at[k] * strides[k];
     return data[offset];
   }
 };

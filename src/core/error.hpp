@@ -1,0 +1,44 @@
+// Building the library's error messages: "[op] what, where".
+#pragma once
+
+#include <charconv>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace gausskl::detail {
+
+// Shortest text that reads back as the same value of its own type (float stays float).
+template <class T>
+std::string show(T value) {
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
+  return ec == std::errc() ? std::string(buf, end) : std::string("?");
+}
+
+[[noreturn]] inline void fail(const char* op, const std::string& what) {
+  throw std::invalid_argument(std::string("[") + op + "] " + what);
+}
+
+[[noreturn]] inline void fail_resource(const char* op, const std::string& what) {
+  throw std::runtime_error(std::string("[") + op + "] " + what);
+}
+
+// a * b, or a tagged error if it does not fit in int64 (sizes are never allowed to wrap).
+inline std::int64_t checked_mul(const char* op, std::int64_t a, std::int64_t b, const char* what) {
+  std::int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) {
+    fail(op, std::string(what) + " overflows int64 (" + show(a) + " * " + show(b) + ")");
+  }
+  return r;
+}
+
+inline std::int64_t checked_add(const char* op, std::int64_t a, std::int64_t b, const char* what) {
+  std::int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) {
+    fail(op, std::string(what) + " overflows int64 (" + show(a) + " + " + show(b) + ")");
+  }
+  return r;
+}
+
+}  // namespace gausskl::detail

@@ -1,0 +1,266 @@
+#include "core/validate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+#include "core/error.hpp"
+
+namespace gausskl::detail {
+namespace {
+
+const char* param_name(DiagParam p) {
+  switch (p) {
+    case DiagParam::stddev:
+      return "std";
+    case DiagParam::var:
+      return "var";
+    case DiagParam::logvar:
+      return "logvar";
+    case DiagParam::precision:
+      return "precision";
+  }
+  return "?";
+}
+
+const char* param_name(FullParam p) {
+  switch (p) {
+    case FullParam::scale_tril:
+      return "scale_tril";
+    case FullParam::covariance:
+      return "covariance";
+    case FullParam::precision_matrix:
+      return "precision_matrix";
+  }
+  return "?";
+}
+
+std::string at2(std::int64_t i, std::int64_t h) {
+  return "row " + std::to_string(i) + ", column " + std::to_string(h);
+}
+
+std::string at3(std::int64_t n, std::int64_t r, std::int64_t c) {
+  return "distribution " + std::to_string(n) + ", " + at2(r, c);
+}
+
+template <int Rank>
+std::string shape_text(const std::array<std::int64_t, Rank>& s) {
+  std::string t = "[";
+  for (int k = 0; k < Rank; ++k)
+    t += (k ? ", " : "") + std::to_string(s[k]);
+  return t + "]";
+}
+
+// Shape non-negative, data present, and every reachable offset representable in int64.
+template <class T, int Rank>
+void check_view(const char* op, const std::string& name, const View<T, Rank>& v) {
+  std::int64_t elements = 1;
+  std::int64_t reach = 0;
+  for (int k = 0; k < Rank; ++k) {
+    if (v.shape[k] < 0) fail(op, name + " has a negative extent " + shape_text<Rank>(v.shape));
+    elements = checked_mul(op, elements, v.shape[k], (name + " element count").c_str());
+    if (v.shape[k] > 0) {
+      if (v.strides[k] == std::numeric_limits<std::int64_t>::min()) {
+        fail(op, name + " has an invalid stride");
+      }
+      reach = checked_add(
+          op, reach,
+          checked_mul(op, v.shape[k] - 1, std::abs(v.strides[k]), (name + " offset").c_str()),
+          (name + " offset").c_str());
+    }
+  }
+  if (elements > 0 && v.data == nullptr) fail(op, name + " has no data");
+}
+
+template <class T, int Rank>
+void check_shape(const char* op, const std::string& name, const View<T, Rank>& v,
+                 const std::type_identity_t<std::array<std::int64_t, Rank>>& expected) {
+  if (v.shape != expected) {
+    fail(op, name + " has shape " + shape_text<Rank>(v.shape) + ", expected " +
+                 shape_text<Rank>(expected));
+  }
+  check_view(op, name, v);
+}
+
+template <class T>
+void check_finite2(const char* op, const std::string& name, const View<T, 2>& v) {
+  for (std::int64_t i = 0; i < v.shape[0]; ++i) {
+    for (std::int64_t h = 0; h < v.shape[1]; ++h) {
+      const T x = v(i, h);
+      if (!std::isfinite(x))
+        fail(op, name + " must be finite, found " + show(x) + " at " + at2(i, h));
+    }
+  }
+}
+
+// The variance implied by a diagonal parameter value, in double.
+double implied_variance(DiagParam p, double x) {
+  switch (p) {
+    case DiagParam::stddev:
+      return x * x;
+    case DiagParam::var:
+      return x;
+    case DiagParam::logvar:
+      return std::exp(x);
+    case DiagParam::precision:
+      return 1.0 / x;
+  }
+  return x;
+}
+
+template <class T>
+void check_variance(const char* op, const std::string& name, DiagParam p, T x,
+                    const std::string& where) {
+  if (p != DiagParam::logvar && !(std::isfinite(x) && x > 0)) {
+    fail(op, name + " must be positive and finite, found " + show(x) + " at " + where);
+  }
+  if (p == DiagParam::logvar && !std::isfinite(x)) {
+    fail(op, name + " must be finite, found " + show(x) + " at " + where);
+  }
+  const double v = implied_variance(p, static_cast<double>(x));
+  if (!(v >= kMinVariance && v <= kMaxVariance)) {
+    fail(op, name + " gives a variance outside [1e-300, 1e300], found " + show(x) + " at " + where);
+  }
+}
+
+template <class T>
+void validate_diag(const char* op, const std::string& side, const DiagGaussians<T>& g) {
+  const std::string name = side + ".scale (" + param_name(g.param) + ")";
+  check_shape(op, side + ".scale", g.scale, g.mean.shape);
+  for (std::int64_t i = 0; i < g.scale.shape[0]; ++i) {
+    for (std::int64_t h = 0; h < g.scale.shape[1]; ++h) {
+      check_variance(op, name, g.param, g.scale(i, h), at2(i, h));
+    }
+  }
+}
+
+// Symmetric within round-off: |a - b| <= sqrt(eps) * scale. A float32 C = A A^T from a GEMM
+// differs from its transpose by about D * eps, far below sqrt(eps); an asymmetry beyond that
+// means the matrix is not what the parameterization says, and using one triangle would
+// silently give a wrong number.
+template <class T>
+void check_symmetric(const char* op, const std::string& name, const View<T, 3>& s, std::int64_t n) {
+  const double tol = std::sqrt(static_cast<double>(std::numeric_limits<T>::epsilon()));
+  const std::int64_t d = s.shape[1];
+  for (std::int64_t r = 0; r < d; ++r) {
+    for (std::int64_t c = 0; c < r; ++c) {
+      const double a = s(n, r, c), b = s(n, c, r);
+      const double scale = std::max(
+          {std::abs(a), std::abs(b), std::sqrt(std::abs(double(s(n, r, r)) * s(n, c, c)))});
+      if (std::abs(a - b) > tol * scale) {
+        fail(op, name + " must be symmetric, found " + show(s(n, r, c)) + " and " +
+                     show(s(n, c, r)) + " at " + at3(n, r, c) + " and its transpose");
+      }
+    }
+  }
+}
+
+template <class T>
+void validate_full(const char* op, const std::string& side, const FullGaussians<T>& g) {
+  const std::string name = side + ".scale (" + param_name(g.param) + ")";
+  const std::int64_t n = g.mean.shape[0], d = g.mean.shape[1];
+  check_shape(op, side + ".scale", g.scale, {n, d, d});
+  checked_mul(op, checked_mul(op, n, d, "N * D * D"), d, "N * D * D");
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t r = 0; r < d; ++r) {
+      for (std::int64_t c = 0; c < d; ++c) {
+        const T x = g.scale(i, r, c);
+        if (!std::isfinite(x)) {
+          fail(op, name + " must be finite, found " + show(x) + " at " + at3(i, r, c));
+        }
+      }
+    }
+    if (g.param == FullParam::scale_tril) {
+      for (std::int64_t r = 0; r < d; ++r) {
+        const T diag = g.scale(i, r, r);
+        const double v = double(diag) * double(diag);
+        if (!(diag > 0 && v >= kMinVariance && v <= kMaxVariance)) {
+          fail(op, name + " must have a positive diagonal with squares in [1e-300, 1e300], found " +
+                       show(diag) + " at " + at3(i, r, r));
+        }
+        for (std::int64_t c = r + 1; c < d; ++c) {
+          if (g.scale(i, r, c) != 0) {
+            fail(op, name + " must be lower triangular, found " + show(g.scale(i, r, c)) +
+                         " above the diagonal at " + at3(i, r, c));
+          }
+        }
+      }
+    } else {
+      check_symmetric(op, name, g.scale, i);
+    }
+  }
+}
+
+template <class T>
+void validate_low_rank(const char* op, const std::string& side, const LowRankGaussians<T>& g) {
+  const std::int64_t n = g.mean.shape[0], d = g.mean.shape[1];
+  const std::int64_t r = g.cov_factor.shape[2];
+  check_shape(op, side + ".cov_factor", g.cov_factor, {n, d, r});
+  check_shape(op, side + ".cov_diag", g.cov_diag, g.mean.shape);
+  checked_mul(op, checked_mul(op, n, d, "N * D * R"), r, "N * D * R");
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t h = 0; h < d; ++h) {
+      for (std::int64_t k = 0; k < r; ++k) {
+        const T x = g.cov_factor(i, h, k);
+        if (!std::isfinite(x)) {
+          fail(op, side + ".cov_factor must be finite, found " + show(x) + " at " + at3(i, h, k));
+        }
+      }
+      const T x = g.cov_diag(i, h);
+      const std::string name = side + ".cov_diag";
+      if (!(std::isfinite(x) && x > 0)) {
+        fail(op, name + " must be positive and finite, found " + show(x) + " at " + at2(i, h));
+      }
+      if (!(x >= kMinVariance && x <= kMaxVariance)) {
+        fail(op, name + " must lie in [1e-300, 1e300], found " + show(x) + " at " + at2(i, h));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+template <class T>
+void validate(const char* op, const char* side_c, const Gaussians<T>& g) {
+  const std::string side = side_c;
+  const View<T, 2>& mean = g.mean();
+  check_view(op, side + ".mean", mean);
+  if (mean.shape[1] < 1) fail(op, side + ".mean has D = 0; D must be at least 1");
+  check_finite2(op, side + ".mean", mean);
+  std::visit(
+      [&](const auto& family) {
+        using F = std::decay_t<decltype(family)>;
+        if constexpr (std::is_same_v<F, DiagGaussians<T>>) validate_diag(op, side, family);
+        if constexpr (std::is_same_v<F, FullGaussians<T>>) validate_full(op, side, family);
+        if constexpr (std::is_same_v<F, LowRankGaussians<T>>) validate_low_rank(op, side, family);
+      },
+      g.variant());
+}
+
+template <class T>
+void validate_same_d(const char* op, const Gaussians<T>& p, const Gaussians<T>& q) {
+  if (p.d() != q.d()) {
+    fail(op, "p and q have D = " + std::to_string(p.d()) + " and D = " + std::to_string(q.d()) +
+                 "; D must match");
+  }
+}
+
+template <class T>
+std::int64_t broadcast_rows(const char* op, const Gaussians<T>& p, const Gaussians<T>& q) {
+  if (p.n() == q.n() || q.n() == 1) return p.n();
+  if (p.n() == 1) return q.n();
+  fail(op, "p and q have N = " + std::to_string(p.n()) + " and N = " + std::to_string(q.n()) +
+               "; N must match or one side must have N = 1");
+}
+
+#define GAUSSKL_INSTANTIATE(T)                                                             \
+  template void validate<T>(const char*, const char*, const Gaussians<T>&);                \
+  template void validate_same_d<T>(const char*, const Gaussians<T>&, const Gaussians<T>&); \
+  template std::int64_t broadcast_rows<T>(const char*, const Gaussians<T>&, const Gaussians<T>&);
+GAUSSKL_INSTANTIATE(float)
+GAUSSKL_INSTANTIATE(double)
+#undef GAUSSKL_INSTANTIATE
+
+}  // namespace gausskl::detail

@@ -1,0 +1,30 @@
+// Input rules, checked once at the public entry, before any computation.
+// Every failure throws std::invalid_argument "[op] what, where".
+#pragma once
+
+#include <cstdint>
+
+#include "gausskl/types.hpp"
+
+namespace gausskl::detail {
+
+// Variances (as implied by any parameterization) must lie in this range so that their
+// reciprocals, square roots and logs are finite, normal doubles in every formula.
+inline constexpr double kMinVariance = 1e-300;
+inline constexpr double kMaxVariance = 1e300;
+
+// Shapes, strides, finiteness, positivity, triangularity and symmetry of one batch.
+// `side` names it in messages ("p" or "q"). Positive definiteness is checked where the
+// matrices are factored (see src/cpu/prepare.hpp) and reported by the core.
+template <class T>
+void validate(const char* op, const char* side, const Gaussians<T>& g);
+
+// p and q must have the same D.
+template <class T>
+void validate_same_d(const char* op, const Gaussians<T>& p, const Gaussians<T>& q);
+
+// Rows of a row-wise result: equal N, or N = 1 on one side broadcasting to the other.
+template <class T>
+std::int64_t broadcast_rows(const char* op, const Gaussians<T>& p, const Gaussians<T>& q);
+
+}  // namespace gausskl::detail

@@ -1,0 +1,216 @@
+#include "cpu/prepare.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "cpu/linalg.hpp"
+#include "cpu/parallel.hpp"
+
+namespace gausskl::cpu {
+namespace {
+
+// b = sigma, 1 / sigma and log sigma, each straight from the parameter, so that no
+// parameterization pays for a round trip through another (log sigma of logvar is exact).
+void diag_terms(DiagParam param, double x, double* b, double* inv_b, double* log_b) {
+  switch (param) {
+    case DiagParam::stddev:
+      *b = x, *inv_b = 1 / x, *log_b = std::log(x);
+      return;
+    case DiagParam::var:
+      *b = std::sqrt(x), *inv_b = 1 / std::sqrt(x), *log_b = 0.5 * std::log(x);
+      return;
+    case DiagParam::logvar:
+      *b = std::exp(0.5 * x), *inv_b = std::exp(-0.5 * x), *log_b = 0.5 * x;
+      return;
+    case DiagParam::precision:
+      *b = 1 / std::sqrt(x), *inv_b = std::sqrt(x), *log_b = -0.5 * std::log(x);
+      return;
+  }
+}
+
+// V = B^{-1} U for the diagonal base, C = I + V^T V, its Cholesky factor and log|C|.
+// C >= I, so its factorization cannot fail.
+void prepare_low_rank_terms(const Layout& lay, double* slot) {
+  const std::int64_t d = lay.d, r = lay.r;
+  const double* inv_b = slot + lay.inv;
+  const double* u = slot + lay.factor;
+  double* v = slot + lay.v;
+  double* c = slot + lay.chol_c;
+  for (std::int64_t i = 0; i < d; ++i) {
+    for (std::int64_t k = 0; k < r; ++k)
+      v[i * r + k] = u[i * r + k] * inv_b[i];
+  }
+  for (std::int64_t a = 0; a < r; ++a) {
+    for (std::int64_t b = 0; b <= a; ++b) {
+      double s = a == b ? 1.0 : 0.0;
+      for (std::int64_t i = 0; i < d; ++i)
+        s += v[i * r + a] * v[i * r + b];
+      c[a * r + b] = s;
+    }
+  }
+  double unused;
+  cholesky_lower(c, r, &unused);
+  double logdet = 0;
+  for (std::int64_t a = 0; a < r; ++a)
+    logdet += 2 * std::log(c[a * r + a]);
+  slot[lay.logdet_c] = logdet;
+}
+
+// B^{-1} and sum_{i>k} (B^{-1})_{ik}^2 for a triangular base.
+void prepare_inverse(const Layout& lay, double* slot) {
+  const std::int64_t d = lay.d;
+  double* inv = slot + lay.inv;
+  invert_lower(slot + lay.base, d, inv);
+  double* tail = slot + lay.inv_tail;
+  for (std::int64_t k = 0; k < d; ++k) {
+    double s = 0;
+    for (std::int64_t i = k + 1; i < d; ++i)
+      s += inv[i * d + k] * inv[i * d + k];
+    tail[k] = s;
+  }
+}
+
+template <class T>
+void copy_mean(const View<T, 2>& mean, std::int64_t n, double* out) {
+  for (std::int64_t h = 0; h < mean.shape[1]; ++h)
+    out[h] = mean(n, h);
+}
+
+template <class T>
+void prepare_one(const DiagGaussians<T>& g, std::int64_t n, const Layout& lay, double* slot,
+                 double*, FactorFailure&) {
+  copy_mean(g.mean, n, slot + lay.mean);
+  for (std::int64_t h = 0; h < lay.d; ++h) {
+    diag_terms(g.param, g.scale(n, h), slot + lay.base + h, slot + lay.inv + h,
+               slot + lay.log_diag + h);
+  }
+}
+
+template <class T>
+void prepare_one(const LowRankGaussians<T>& g, std::int64_t n, const Layout& lay, double* slot,
+                 double*, FactorFailure&) {
+  copy_mean(g.mean, n, slot + lay.mean);
+  for (std::int64_t h = 0; h < lay.d; ++h) {
+    diag_terms(DiagParam::var, g.cov_diag(n, h), slot + lay.base + h, slot + lay.inv + h,
+               slot + lay.log_diag + h);
+    for (std::int64_t k = 0; k < lay.r; ++k)
+      slot[lay.factor + h * lay.r + k] = g.cov_factor(n, h, k);
+  }
+  prepare_low_rank_terms(lay, slot);
+}
+
+// Precision P: factor the reversed matrix J P J = M M^T (J reverses the order), so that
+// P = U U^T with U = J M J upper triangular and Sigma = P^{-1} = U^{-T} U^{-1}; the lower
+// triangular J M^{-T} J is then Sigma's Cholesky factor, without ever forming Sigma.
+template <class T>
+bool factor_precision(const View<T, 3>& s, std::int64_t n, std::int64_t d, double* base,
+                      double* scratch, FactorFailure& fail) {
+  for (std::int64_t i = 0; i < d; ++i) {
+    for (std::int64_t j = 0; j <= i; ++j)
+      scratch[i * d + j] = s(n, d - 1 - i, d - 1 - j);
+  }
+  double pivot_value = 0;
+  const std::int64_t bad = cholesky_lower(scratch, d, &pivot_value);
+  if (bad >= 0) {
+    fail = {n, d - 1 - bad, pivot_value};
+    return false;
+  }
+  invert_lower(scratch, d, base);  // base temporarily holds M^{-1}
+  for (std::int64_t i = 0; i < d; ++i) {
+    for (std::int64_t j = 0; j <= i; ++j)
+      scratch[i * d + j] = base[(d - 1 - j) * d + (d - 1 - i)];
+  }
+  for (std::int64_t i = 0; i < d; ++i) {
+    for (std::int64_t j = 0; j < d; ++j)
+      base[i * d + j] = j <= i ? scratch[i * d + j] : 0;
+  }
+  return true;
+}
+
+template <class T>
+void prepare_one(const FullGaussians<T>& g, std::int64_t n, const Layout& lay, double* slot,
+                 double* scratch, FactorFailure& fail) {
+  const std::int64_t d = lay.d;
+  copy_mean(g.mean, n, slot + lay.mean);
+  double* base = slot + lay.base;
+  if (g.param == FullParam::precision_matrix) {
+    if (!factor_precision(g.scale, n, d, base, scratch, fail)) return;
+  } else {
+    for (std::int64_t i = 0; i < d; ++i) {
+      for (std::int64_t j = 0; j < d; ++j)
+        base[i * d + j] = j <= i ? g.scale(n, i, j) : 0.0;
+    }
+    if (g.param == FullParam::covariance) {
+      double pivot_value = 0;
+      const std::int64_t bad = cholesky_lower(base, d, &pivot_value);
+      if (bad >= 0) {
+        fail = {n, bad, pivot_value};
+        return;
+      }
+    }
+  }
+  for (std::int64_t k = 0; k < d; ++k)
+    slot[lay.log_diag + k] = std::log(base[k * d + k]);
+  if (lay.with_inverse) prepare_inverse(lay, slot);
+}
+
+}  // namespace
+
+template <class T>
+Layout layout_for(const Gaussians<T>& g, bool with_inverse) {
+  const std::int64_t d = g.d();
+  if (auto* lr = std::get_if<LowRankGaussians<T>>(&g.variant())) {
+    return Layout(d, lr->cov_factor.shape[2], false, false);
+  }
+  return Layout(d, 0, std::holds_alternative<FullGaussians<T>>(g.variant()), with_inverse);
+}
+
+template <class T>
+FactorFailure prepare_range(const Gaussians<T>& g, std::int64_t begin, std::int64_t end,
+                            PreparedBatch& out, int threads) {
+  const Layout& lay = out.layout();
+  const bool full = std::holds_alternative<FullGaussians<T>>(g.variant());
+  const int workers = std::max<int>(1, std::min<std::int64_t>(threads, end - begin));
+  std::vector<double> scratch(full ? static_cast<std::size_t>(workers * lay.d * lay.d) : 0);
+  std::vector<FactorFailure> failures(static_cast<std::size_t>(workers));
+  parallel_for(end - begin, workers, [&](int w, std::int64_t lo, std::int64_t hi) {
+    double* my_scratch = full ? scratch.data() + w * lay.d * lay.d : nullptr;
+    FactorFailure& my_fail = failures[static_cast<std::size_t>(w)];
+    for (std::int64_t k = lo; k < hi && my_fail.index < 0; ++k) {
+      std::visit(
+          [&](const auto& family) {
+            prepare_one(family, begin + k, lay, out.slot(k), my_scratch, my_fail);
+          },
+          g.variant());
+    }
+  });
+  // Workers own increasing index ranges, so the first failure found is the lowest index.
+  for (const FactorFailure& f : failures) {
+    if (f.index >= 0) return f;
+  }
+  return {};
+}
+
+PreparedBatch standard_normal(std::int64_t d) {
+  PreparedBatch batch(Layout(d, 0, false, false), 1);
+  const Layout& lay = batch.layout();
+  double* slot = batch.slot(0);
+  for (std::int64_t h = 0; h < d; ++h) {
+    slot[lay.mean + h] = 0;
+    slot[lay.base + h] = 1;
+    slot[lay.inv + h] = 1;
+    slot[lay.log_diag + h] = 0;
+  }
+  return batch;
+}
+
+#define GAUSSKL_INSTANTIATE(T)                                                             \
+  template Layout layout_for<T>(const Gaussians<T>&, bool);                                \
+  template FactorFailure prepare_range<T>(const Gaussians<T>&, std::int64_t, std::int64_t, \
+                                          PreparedBatch&, int);
+GAUSSKL_INSTANTIATE(float)
+GAUSSKL_INSTANTIATE(double)
+#undef GAUSSKL_INSTANTIATE
+
+}  // namespace gausskl::cpu

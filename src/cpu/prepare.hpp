@@ -1,0 +1,33 @@
+// Bringing each input distribution to the internal form of prepared.hpp.
+#pragma once
+
+#include <cstdint>
+
+#include "cpu/prepared.hpp"
+#include "gausskl/types.hpp"
+
+namespace gausskl::cpu {
+
+// Where a factorization failed: the distribution, the pivot (row of the input matrix) and
+// the value that should have been positive. index = -1 when every factorization succeeded.
+struct FactorFailure {
+  std::int64_t index = -1;
+  std::int64_t pivot = 0;
+  double value = 0;
+};
+
+// The layout for g's family. with_inverse keeps B^{-1} for triangular bases, needed when g is
+// the q side and the p side is not triangular.
+template <class T>
+Layout layout_for(const Gaussians<T>& g, bool with_inverse);
+
+// Prepares distributions [begin, end) of g into slots 0 .. end - begin - 1 of out, on up to
+// `threads` threads. Returns the lowest failing index (in g's numbering), if any.
+template <class T>
+FactorFailure prepare_range(const Gaussians<T>& g, std::int64_t begin, std::int64_t end,
+                            PreparedBatch& out, int threads);
+
+// A batch holding N(0, I) in dimension d.
+PreparedBatch standard_normal(std::int64_t d);
+
+}  // namespace gausskl::cpu
