@@ -1,0 +1,23 @@
+// The three commands, after argument parsing.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gausskl::cli {
+
+struct Args {
+  std::vector<std::string> p, q;  // q empty: absent
+  std::string output;
+  std::string dtype;  // "", "float32" or "float64"
+  int threads = 0;
+  std::int64_t k = 0;
+  bool exclude_self = false;
+};
+
+void run_kl(const Args& args);
+void run_pairwise(const Args& args);
+void run_knn(const Args& args);
+
+}  // namespace gausskl::cli

@@ -1,0 +1,118 @@
+// gausskl: the command-line tool. Parses arguments, then hands over to cli/commands.cpp.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <new>
+#include <stdexcept>
+#include <string>
+
+#include "cli/commands.hpp"
+#include "gausskl/version.hpp"
+
+namespace {
+
+using gausskl::cli::Args;
+
+constexpr const char* kSpecHelp =
+    "distributions: FILE.npz holding `mean` [N, D] (or [D]) and one scale description "
+    "(std | var | logvar | precision [N, D]; scale_tril | covariance | precision_matrix "
+    "[N, D, D]; cov_factor [N, D, R] with cov_diag [N, D]), or NAME=FILE items, each FILE a "
+    ".npy or a .csv table";
+
+constexpr const char* kExitCodes =
+    "\nExit status: 0 success; 2 bad input or usage (one line on stderr naming the array, the "
+    "index and the rule); 1 resource or internal error. On any error no output file is created "
+    "and an existing one is left untouched.\n";
+
+void add_common(CLI::App* cmd, Args& args, const char* out_help) {
+  cmd->add_option("--p", args.p, kSpecHelp)->required()->expected(1, -1);
+  cmd->add_option("--q", args.q, "distributions q, as --p")->expected(1, -1);
+  cmd->add_option("-o,--output", args.output, out_help)->required();
+  cmd->add_option("--dtype", args.dtype,
+                  "result precision (default: float64 if any input is float64 or CSV, "
+                  "else float32)")
+      ->check(CLI::IsMember({"float32", "float64"}));
+  cmd->add_option("--threads", args.threads, "worker threads (default 0: all cores)")
+      ->check(CLI::NonNegativeNumber);
+}
+
+int usage_error(const std::string& message) {
+  std::fprintf(stderr, "gausskl: error: %s (see gausskl --help)\n", message.c_str());
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "gausskl: KL divergences between Gaussian distributions (diagonal, full covariance, "
+      "low rank + diagonal), in nats."};
+  app.set_version_flag("--version", std::string("gausskl ") + gausskl::version());
+  app.require_subcommand(1);
+  app.footer(kExitCodes);
+
+  Args args;
+  CLI::App* kl =
+      app.add_subcommand("kl",
+                         "row-wise: out[i] = KL(p_i || q_i); N = 1 on either side broadcasts; "
+                         "without --q, q = N(0, I)");
+  add_common(kl, args, "output: .npy or .csv, or - for CSV on stdout");
+  kl->footer(
+      "\nExamples:\n"
+      "  gausskl kl --p P.npz --q Q.npz -o kl.npy\n"
+      "  gausskl kl --p mean=mu.npy logvar=lv.npy -o -      # KL to N(0, I), the VAE term\n");
+
+  CLI::App* pairwise = app.add_subcommand("pairwise",
+                                          "all pairs: out[i, j] = KL(p_i || q_j), shape [N, M]; "
+                                          "without --q, q = p (zero diagonal)");
+  add_common(pairwise, args, "output: .npy or .csv, or - for CSV on stdout");
+  pairwise->footer(
+      "\nExamples:\n"
+      "  gausskl pairwise --p P.npz -o kl.npy\n"
+      "  gausskl pairwise --p P.npz --q Q.npz --dtype float64 -o kl.csv\n");
+
+  CLI::App* knn = app.add_subcommand(
+      "knn",
+      "nearest neighbours: the K smallest KL(p_i || q_j) per i, ascending (ties: lower "
+      "j); without --q, q = p");
+  add_common(knn, args,
+             "output: .npz (arrays `indices` int64 [N, K] and `kl` [N, K]) or .csv (lines "
+             "p,rank,q,kl), or - for CSV on stdout");
+  knn->add_option("-k", args.k, "neighbours per row, 1 <= K <= M")->required();
+  knn->add_flag("--exclude-self", args.exclude_self,
+                "without --q: leave out each distribution itself (then K <= N - 1)");
+  knn->footer(
+      "\nExamples:\n"
+      "  gausskl knn --p P.npz -k 10 --exclude-self -o nn.npz\n"
+      "  gausskl knn --p queries.npz --q database.npz -k 5 -o -\n");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    return usage_error(e.what());
+  }
+
+  try {
+    if (args.exclude_self && !args.q.empty()) {
+      throw std::invalid_argument("[knn] --exclude-self needs q = p (leave out --q)");
+    }
+    if (kl->parsed()) gausskl::cli::run_kl(args);
+    if (pairwise->parsed()) gausskl::cli::run_pairwise(args);
+    if (knn->parsed()) gausskl::cli::run_knn(args);
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "gausskl: error: %s\n", e.what());
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "gausskl: error: out of memory\n");
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gausskl: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,115 @@
+#include "cli/output.hpp"
+
+#include <charconv>
+#include <cstdio>
+#include <stdexcept>
+
+#include "io/csv.hpp"
+#include "io/npy.hpp"
+#include "io/npz.hpp"
+
+namespace gausskl::cli {
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+const char* format_name(Format f) {
+  switch (f) {
+    case Format::npy:
+      return ".npy";
+    case Format::npz:
+      return ".npz";
+    case Format::csv:
+      return ".csv";
+  }
+  return "?";
+}
+
+template <class U>
+constexpr io::DType dtype_of() {
+  return sizeof(U) == 4 ? io::DType::float32 : io::DType::float64;
+}
+
+void check_write(std::FILE* f, int result) {
+  if (result < 0 || std::ferror(f)) throw std::runtime_error("[write] writing the output failed");
+}
+
+}  // namespace
+
+Output::Output(const std::string& path, const std::vector<Format>& allowed) : path_(path) {
+  if (path == "-") {
+    format_ = Format::csv;
+    return;
+  }
+  std::string names;
+  for (Format f : allowed) {
+    names += std::string(names.empty() ? "" : ", ") + format_name(f);
+    if (ends_with(path, format_name(f))) {
+      format_ = f;
+      atomic_ = std::make_unique<io::AtomicFile>(path);
+      return;
+    }
+  }
+  throw std::invalid_argument("[write] " + path + ": unknown output extension; use " + names +
+                              " or - for CSV on stdout");
+}
+
+std::FILE* Output::file() {
+  return atomic_ ? atomic_->file() : stdout;
+}
+
+void Output::commit() {
+  if (atomic_) {
+    atomic_->commit();
+  } else if (std::fflush(stdout) != 0) {
+    throw std::runtime_error("[write] writing to stdout failed");
+  }
+}
+
+template <class U>
+void write_matrix(Output& out, std::int64_t rows, std::int64_t cols, const U* data) {
+  if (out.format() == Format::npy) {
+    std::vector<std::int64_t> shape{rows};
+    if (cols > 0) shape.push_back(cols);
+    io::write_npy(out.file(), dtype_of<U>(), shape, data);
+  } else {
+    io::write_csv(out.file(), rows, cols > 0 ? cols : 1, data);
+  }
+}
+
+template <class U>
+void write_knn(Output& out, std::int64_t rows, std::int64_t k, const std::int64_t* indices,
+               const U* values) {
+  if (out.format() == Format::npz) {
+    const std::vector<io::NpzEntry> entries = {
+        {"indices", io::DType::int64, {rows, k}, indices},
+        {"kl", dtype_of<U>(), {rows, k}, values},
+    };
+    io::write_npz(out.file(), entries);
+    return;
+  }
+  std::FILE* f = out.file();
+  check_write(f, std::fputs("p,rank,q,kl\n", f));
+  char value[64];
+  for (std::int64_t i = 0; i < rows; ++i) {
+    for (std::int64_t r = 0; r < k; ++r) {
+      auto [end, ec] = std::to_chars(value, value + sizeof value, values[i * k + r]);
+      *end = '\0';
+      check_write(f, std::fprintf(f, "%lld,%lld,%lld,%s\n", static_cast<long long>(i),
+                                  static_cast<long long>(r),
+                                  static_cast<long long>(indices[i * k + r]), value));
+    }
+  }
+}
+
+template void write_matrix<float>(Output&, std::int64_t, std::int64_t, const float*);
+template void write_matrix<double>(Output&, std::int64_t, std::int64_t, const double*);
+template void write_knn<float>(Output&, std::int64_t, std::int64_t, const std::int64_t*,
+                               const float*);
+template void write_knn<double>(Output&, std::int64_t, std::int64_t, const std::int64_t*,
+                                const double*);
+
+}  // namespace gausskl::cli

@@ -1,0 +1,42 @@
+// Where results go: a file chosen by extension, written atomically, or CSV text on stdout.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/atomic_file.hpp"
+
+namespace gausskl::cli {
+
+enum class Format { npy, npz, csv };
+
+// An output opened before the computation starts, so that a bad path or an unwritable folder
+// fails fast, and nothing appears under the name until commit().
+class Output {
+ public:
+  // path "-" is stdout (CSV). `allowed` lists the file formats the command writes.
+  // Throws std::invalid_argument for an extension not in `allowed`.
+  Output(const std::string& path, const std::vector<Format>& allowed);
+
+  Format format() const { return format_; }
+  std::FILE* file();
+  void commit();
+
+ private:
+  std::string path_;
+  Format format_;
+  std::unique_ptr<io::AtomicFile> atomic_;  // empty for stdout
+};
+
+// A matrix [rows, cols] (cols = 0 means a vector [rows]) in the output's format.
+template <class U>
+void write_matrix(Output& out, std::int64_t rows, std::int64_t cols, const U* data);
+
+// knn results: .npz with `indices` and `kl` [N, K], or CSV lines "p,rank,q,kl".
+template <class U>
+void write_knn(Output& out, std::int64_t rows, std::int64_t k, const std::int64_t* indices,
+               const U* values);
+
+}  // namespace gausskl::cli
