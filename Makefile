@@ -1,0 +1,55 @@
+# The commands a newcomer runs. See README.md.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+CMAKE := $(VENV)/bin/cmake
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS := -G Ninja -DCMAKE_BUILD_TYPE=Release
+
+.PHONY: deps build demo test test-release test-asan format format-check bench clean
+
+deps:
+	@scripts/install_deps.sh
+
+# Release build; the CLI ends up at build/gausskl.
+build: deps
+	@$(CMAKE) -S . -B build $(CMAKE_FLAGS) -DGAUSSKL_WERROR=ON >/dev/null
+	@$(CMAKE) --build build -j $(JOBS)
+
+demo: build
+	@$(PY) scripts/demo.py --cli build/gausskl --workdir demo-data
+
+# Everything: format check, Release build with warnings as errors (ctest + CLI pytest), then
+# the same suites under AddressSanitizer + UndefinedBehaviorSanitizer.
+test: deps format-check test-release test-asan
+
+test-release: build
+	@echo "== ctest (Release)"
+	@cd build && ctest --output-on-failure -j $(JOBS)
+	@echo "== pytest: CLI (Release)"
+	@GAUSSKL_CLI=$(CURDIR)/build/gausskl $(PY) -m pytest -q tests/cli
+
+test-asan: deps
+	@$(CMAKE) -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DGAUSSKL_WERROR=ON -DGAUSSKL_SANITIZE=ON >/dev/null
+	@$(CMAKE) --build build-asan -j $(JOBS)
+	@echo "== ctest (ASan + UBSan)"
+	@cd build-asan && ctest --output-on-failure -j $(JOBS)
+	@echo "== pytest: CLI (ASan + UBSan)"
+	@GAUSSKL_CLI=$(CURDIR)/build-asan/gausskl $(PY) -m pytest -q tests/cli
+
+FORMAT_FILES = $(shell git ls-files '*.cpp' '*.hpp')
+format:
+	@clang-format -i $(FORMAT_FILES)
+
+format-check:
+	@clang-format --dry-run -Werror $(FORMAT_FILES) && echo "clang-format: clean"
+
+bench: deps
+	@$(CMAKE) -S . -B build $(CMAKE_FLAGS) -DGAUSSKL_BUILD_BENCH=ON >/dev/null
+	@$(CMAKE) --build build -j $(JOBS)
+	@build/bench/gausskl_bench_rowwise --benchmark_counters_tabular=true
+
+clean:
+	rm -rf build build-asan demo-data

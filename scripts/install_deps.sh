@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs what building and testing gausskl needs on a bare Debian 12 machine, and nothing
+# twice: Debian packages through apt-get, Python packages into the virtual environment .venv.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(g++ make libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev zlib1g-dev
+              clang-format)
+PIP_PACKAGES=(cmake ninja numpy pytest mpmath)
+
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  echo "install_deps: apt-get install ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# --system-site-packages: reuse what the machine's Python already has (numpy, cmake, ...).
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv --system-site-packages .venv
+fi
+if ! .venv/bin/python - "${PIP_PACKAGES[@]}" <<'PY' >/dev/null 2>&1
+import importlib.metadata, sys
+for name in sys.argv[1:]:
+    importlib.metadata.version(name)
+PY
+then
+  echo "install_deps: pip install ${PIP_PACKAGES[*]}"
+  .venv/bin/python -m pip install -q "${PIP_PACKAGES[@]}"
+fi
