@@ -20,7 +20,8 @@ struct Array {
   DType dtype() const { return data.index() == 0 ? DType::float32 : DType::float64; }
   std::int64_t size() const {
     std::int64_t n = 1;
-    for (auto s : shape) n *= s;
+    for (auto s : shape)
+      n *= s;
     return n;
   }
 };

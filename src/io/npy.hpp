@@ -20,12 +20,11 @@ namespace gausskl::io {
 Array read_npy(const std::string& path);
 
 // Parses a whole .npy image held in memory; `where` names it in error messages
-// (e.g. "P.npz: std.npy").
+// (e.g. "P.npz: entry 'std.npy'").
 Array parse_npy(std::span<const std::byte> bytes, const std::string& where);
 
 // Writes a version 1.0 .npy image ('<f4', '<f8' or '<i8', C order). `data` holds
 // product(shape) elements of `dtype`. Throws std::runtime_error if the write fails.
-void write_npy(std::FILE* out, DType dtype, std::span<const std::int64_t> shape,
-               const void* data);
+void write_npy(std::FILE* out, DType dtype, std::span<const std::int64_t> shape, const void* data);
 
 }  // namespace gausskl::io

@@ -1,0 +1,50 @@
+#include <set>
+
+#include "io/input_file.hpp"
+#include "io/io_error.hpp"
+#include "io/npy_image.hpp"
+#include "io/npz.hpp"
+#include "io/zip_directory.hpp"
+#include "io/zip_entry_source.hpp"
+
+namespace gausskl::io {
+namespace {
+
+constexpr std::string_view kSuffix = ".npy";
+
+std::string entry_where(const std::string& path, const ZipEntry& entry) {
+  return path + ": entry " + quote_for_message(entry.name);
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, Array>> read_npz(const std::string& path) {
+  const InputFile file(path);
+  const ZipDirectory directory = read_zip_directory(file);
+
+  // Check every name before reading any data, so a bad archive fails fast and cheaply.
+  std::set<std::string_view> seen;
+  for (const auto& entry : directory.entries) {
+    if (!entry.name.ends_with(kSuffix)) {
+      throw_read_error(entry_where(path, entry),
+                       "not a .npy array (entry names must end in '.npy')");
+    }
+    if (!seen.insert(entry.name).second) {
+      throw_read_error(entry_where(path, entry), "the name appears twice in the archive");
+    }
+  }
+
+  std::vector<std::pair<std::string, Array>> arrays;
+  arrays.reserve(directory.entries.size());
+  for (const auto& entry : directory.entries) {
+    const std::string where = entry_where(path, entry);
+    const std::uint64_t data_offset = zip_entry_data_offset(file, directory, entry, where);
+    ZipEntrySource source(file, entry, data_offset, where);
+    Array array = read_npy_image(source, where);
+    source.finish();
+    arrays.emplace_back(entry.name.substr(0, entry.name.size() - kSuffix.size()), std::move(array));
+  }
+  return arrays;
+}
+
+}  // namespace gausskl::io

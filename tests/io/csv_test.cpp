@@ -1,0 +1,154 @@
+#include "io/csv.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <limits>
+
+#include "io_test_util.hpp"
+
+namespace gausskl::io {
+namespace {
+
+using test::Contains;
+using test::error_message;
+
+const std::vector<double>& values_of(const Array& array) {
+  return std::get<std::vector<double>>(array.data);
+}
+
+std::string parse_error(std::string_view text) {
+  return error_message<std::invalid_argument>([&] { parse_csv(text, "in.csv"); });
+}
+
+// What `write` puts into a stdio stream.
+std::string captured(const std::function<void(std::FILE*)>& write) {
+  char* buffer = nullptr;
+  std::size_t size = 0;
+  std::FILE* out = open_memstream(&buffer, &size);
+  write(out);
+  std::fclose(out);
+  std::string text(buffer, size);
+  std::free(buffer);
+  return text;
+}
+
+TEST(Csv, ReadsFixture) {
+  // make_fixtures.py writes grid((3, 4)), element k = k + 0.5, with assorted spacing, a
+  // comment, a blank line and "\r\n" line endings.
+  const Array array = read_csv(test::fixture("table.csv"));
+  ASSERT_EQ(array.shape, (std::vector<std::int64_t>{3, 4}));
+  ASSERT_EQ(array.dtype(), DType::float64);
+  for (std::size_t k = 0; k < 12; ++k)
+    EXPECT_EQ(values_of(array)[k], k + 0.5) << k;
+}
+
+TEST(Csv, AcceptsSpacingCommentsAndLineEndings) {
+  const Array array =
+      parse_csv("# header\n\n 1 ,\t2\r\n  # indented comment\n+3,-4e-1\n \t\n", "in.csv");
+  EXPECT_EQ(array.shape, (std::vector<std::int64_t>{2, 2}));
+  EXPECT_EQ(values_of(array), (std::vector<double>{1, 2, 3, -0.4}));
+}
+
+TEST(Csv, LastLineNeedsNoNewline) {
+  const Array array = parse_csv("1.5", "in.csv");
+  EXPECT_EQ(array.shape, (std::vector<std::int64_t>{1, 1}));
+  EXPECT_EQ(values_of(array), std::vector<double>{1.5});
+}
+
+TEST(Csv, ReadsNonFiniteValues) {
+  // The library, not the reader, rejects these (with a message naming the array).
+  const Array array = parse_csv("nan,inf,-inf,-Infinity", "in.csv");
+  const auto& values = values_of(array);
+  EXPECT_TRUE(std::isnan(values[0]));
+  EXPECT_EQ(values[1], std::numeric_limits<double>::infinity());
+  EXPECT_EQ(values[2], -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(values[3], -std::numeric_limits<double>::infinity());
+}
+
+TEST(Csv, NamesLineAndColumnOfBadValues) {
+  EXPECT_TRUE(Contains(parse_error("1,2\n3,4\n5,abc\n"),
+                       "[read] in.csv: line 3, column 2: 'abc' is not a number"));
+  EXPECT_TRUE(Contains(parse_error("# c\n1, 2x\n"), "line 2, column 2: '2x' is not a number"));
+  EXPECT_TRUE(Contains(parse_error("1;2\n"), "line 1, column 1: '1;2' is not a number"));
+  EXPECT_TRUE(Contains(parse_error("0x10\n"), "'0x10' is not a number"));
+  EXPECT_TRUE(Contains(parse_error("+-1\n"), "'+-1' is not a number"));
+  EXPECT_TRUE(Contains(parse_error("1,,2\n"), "line 1, column 2: empty value"));
+  EXPECT_TRUE(Contains(parse_error("1,2,\n"), "line 1, column 3: empty value"));
+  EXPECT_TRUE(Contains(parse_error("1e400\n"), "'1e400' is out of the float64 range"));
+  const std::string long_token(1000, 'x');
+  const std::string message = parse_error(long_token);
+  EXPECT_TRUE(Contains(message, "...' is not a number"));
+  EXPECT_LT(message.size(), 200u);
+}
+
+TEST(Csv, RequiresTheSameNumberOfValuesOnEveryLine) {
+  EXPECT_TRUE(Contains(parse_error("# x\n1,2,3,4\n5,6,7,8\n\n1,2,3\n"),
+                       "[read] in.csv: line 5 has 3 values, line 2 has 4"));
+  EXPECT_TRUE(Contains(parse_error("1,2\n3\n"), "line 2 has 1 value, line 1 has 2"));
+}
+
+TEST(Csv, EmptyInputHasNoValues) {
+  for (const char* text : {"", "\n\n", "# only a comment\r\n", "  \t \n"}) {
+    EXPECT_TRUE(Contains(parse_error(text), "[read] in.csv: no values")) << text;
+  }
+}
+
+TEST(Csv, MissingFileIsInvalidArgument) {
+  const std::string path = test::fixture("missing.csv");
+  const std::string message = error_message<std::invalid_argument>([&] { read_csv(path); });
+  EXPECT_TRUE(Contains(message, "[read] " + path + ": No such file or directory"));
+}
+
+TEST(CsvWrite, WritesShortestRoundTripText) {
+  const double values[] = {0.1, -2.5, 1e300, 5e-324, 1.0 / 3.0, 0.0};
+  const std::string text = captured([&](std::FILE* out) { write_csv(out, 2, 3, values); });
+  EXPECT_EQ(text, "0.1,-2.5,1e+300\n5e-324,0.3333333333333333,0\n");
+  const Array array = parse_csv(text, "out.csv");
+  const auto& back = values_of(array);
+  for (std::size_t i = 0; i < 6; ++i)
+    EXPECT_EQ(back[i], values[i]) << i;
+}
+
+TEST(CsvWrite, FloatsUseTheirOwnShortestText) {
+  const float values[] = {0.1f, 16777216.0f, -0.5f};
+  EXPECT_EQ(captured([&](std::FILE* out) { write_csv(out, 1, 3, values); }), "0.1,16777216,-0.5\n");
+}
+
+TEST(CsvWrite, NonFiniteValuesReadBack) {
+  const double values[] = {std::numeric_limits<double>::infinity(),
+                           -std::numeric_limits<double>::infinity(),
+                           std::numeric_limits<double>::quiet_NaN()};
+  const std::string text = captured([&](std::FILE* out) { write_csv(out, 1, 3, values); });
+  EXPECT_EQ(text, "inf,-inf,nan\n");
+  EXPECT_TRUE(std::isnan(values_of(parse_csv(text, "out.csv"))[2]));
+}
+
+TEST(CsvWrite, WritesIntegers) {
+  const std::int64_t values[] = {1, -2, 3, std::numeric_limits<std::int64_t>::max()};
+  EXPECT_EQ(captured([&](std::FILE* out) { write_csv(out, 2, 2, values); }),
+            "1,-2\n3,9223372036854775807\n");
+}
+
+TEST(CsvWrite, RejectsInvalidSizes) {
+  const double value = 0;
+  const std::string message =
+      error_message<std::invalid_argument>([&] { write_csv(stdout, -1, 2, &value); });
+  EXPECT_TRUE(Contains(message, "[write] CSV of -1 x 2 values"));
+}
+
+TEST(CsvWrite, FullDiskIsRuntimeError) {
+  std::FILE* full = std::fopen("/dev/full", "wb");
+  ASSERT_NE(full, nullptr);
+  const std::vector<double> values(1 << 16, 0.125);
+  const std::string message =
+      error_message<std::runtime_error>([&] { write_csv(full, 1 << 8, 1 << 8, values.data()); });
+  std::fclose(full);
+  EXPECT_TRUE(Contains(message, "[write] CSV output: No space left on device"));
+}
+
+}  // namespace
+}  // namespace gausskl::io
