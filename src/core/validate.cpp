@@ -110,18 +110,18 @@ double implied_variance(DiagParam p, double x) {
   return x;
 }
 
-template <class T>
-void check_variance(const char* op, const std::string& name, DiagParam p, T x,
-                    const std::string& where) {
+// `where` builds the location text, only on failure (this runs once per input element).
+template <class T, class Where>
+void check_variance(const char* op, const std::string& name, DiagParam p, T x, Where where) {
   if (p != DiagParam::logvar && !(std::isfinite(x) && x > 0)) {
-    fail(op, name + " must be positive and finite, found " + show(x) + " at " + where);
+    fail(op, name + " must be positive and finite, found " + show(x) + " at " + where());
   }
   if (p == DiagParam::logvar && !std::isfinite(x)) {
-    fail(op, name + " must be finite, found " + show(x) + " at " + where);
+    fail(op, name + " must be finite, found " + show(x) + " at " + where());
   }
   const double v = implied_variance(p, static_cast<double>(x));
   if (!(v >= kMinVariance && v <= kMaxVariance)) {
-    fail(op, name + " gives a variance outside [1e-300, 1e300], found " + show(x) + " at " + where);
+    fail(op, name + " gives a variance outside [1e-300, 1e300], found " + show(x) + " at " + where());
   }
 }
 
@@ -131,7 +131,7 @@ void validate_diag(const char* op, const std::string& side, const DiagGaussians<
   check_shape(op, side + ".scale", g.scale, g.mean.shape);
   for (std::int64_t i = 0; i < g.scale.shape[0]; ++i) {
     for (std::int64_t h = 0; h < g.scale.shape[1]; ++h) {
-      check_variance(op, name, g.param, g.scale(i, h), at2(i, h));
+      check_variance(op, name, g.param, g.scale(i, h), [=] { return at2(i, h); });
     }
   }
 }
@@ -200,6 +200,7 @@ void validate_low_rank(const char* op, const std::string& side, const LowRankGau
   check_shape(op, side + ".cov_factor", g.cov_factor, {n, d, r});
   check_shape(op, side + ".cov_diag", g.cov_diag, g.mean.shape);
   checked_mul(op, checked_mul(op, n, d, "N * D * R"), r, "N * D * R");
+  const std::string diag_name = side + ".cov_diag";
   for (std::int64_t i = 0; i < n; ++i) {
     for (std::int64_t h = 0; h < d; ++h) {
       for (std::int64_t k = 0; k < r; ++k) {
@@ -208,14 +209,7 @@ void validate_low_rank(const char* op, const std::string& side, const LowRankGau
           fail(op, side + ".cov_factor must be finite, found " + show(x) + " at " + at3(i, h, k));
         }
       }
-      const T x = g.cov_diag(i, h);
-      const std::string name = side + ".cov_diag";
-      if (!(std::isfinite(x) && x > 0)) {
-        fail(op, name + " must be positive and finite, found " + show(x) + " at " + at2(i, h));
-      }
-      if (!(x >= kMinVariance && x <= kMaxVariance)) {
-        fail(op, name + " must lie in [1e-300, 1e300], found " + show(x) + " at " + at2(i, h));
-      }
+      check_variance(op, diag_name, DiagParam::var, g.cov_diag(i, h), [=] { return at2(i, h); });
     }
   }
 }

@@ -15,21 +15,43 @@ double squared_norm(const double* x, std::int64_t n) {
   return s;
 }
 
-// |Lc^{-1} V^T x|^2 for q's low-rank terms; g is r doubles of scratch.
-double correction(const Prepared& q, const double* x, double* g) {
-  const std::int64_t d = q.d, r = q.r;
-  std::fill(g, g + r, 0.0);
-  for (std::int64_t i = 0; i < d; ++i) {
-    if (x[i] == 0) continue;
-    for (std::int64_t c = 0; c < r; ++c)
-      g[c] += q.v[i * r + c] * x[i];
+// t = Q^T y for q's basis Q (k doubles).
+void project(const Prepared& q, const double* y, double* t) {
+  const std::int64_t k = q.k;
+  std::fill(t, t + k, 0.0);
+  for (std::int64_t i = 0; i < q.d; ++i) {
+    if (y[i] == 0) continue;
+    for (std::int64_t c = 0; c < k; ++c)
+      t[c] += q.basis[i * k + c] * y[i];
   }
-  solve_lower(q.chol_c, r, r, g);
-  return squared_norm(g, r);
 }
 
-// Low-rank pairs only: identical parameters mean KL = 0 exactly, which the Woodbury terms
-// would reproduce only to round-off (they cancel |V|_F^2-sized quantities).
+// |y|_q^2 = |y - Q t|^2 + |L^{-1} t|^2 with t = Q^T y; y is overwritten.
+double whitened_norm(const Prepared& q, double* y, double* t) {
+  if (q.k == 0) return squared_norm(y, q.d);
+  const std::int64_t k = q.k;
+  project(q, y, t);
+  for (std::int64_t i = 0; i < q.d; ++i) {
+    double qt = 0;
+    for (std::int64_t c = 0; c < k; ++c)
+      qt += q.basis[i * k + c] * t[c];
+    y[i] -= qt;
+  }
+  const double outside = squared_norm(y, q.d);
+  solve_lower(q.chol_c, k, k, t);
+  return outside + squared_norm(t, k);
+}
+
+// |L^{-1} Q^T m|^2 - |Q^T m|^2 <= 0: what q's low rank takes off |m|^2.
+double low_rank_shrink(const Prepared& q, const double* m, double* t) {
+  project(q, m, t);
+  const double in_basis = squared_norm(t, q.k);
+  solve_lower(q.chol_c, q.k, q.k, t);
+  return squared_norm(t, q.k) - in_basis;
+}
+
+// Low-rank pairs only: identical parameters mean KL = 0 exactly, which the low-rank terms
+// reproduce only to round-off.
 bool identical_low_rank(const Prepared& p, const Prepared& q) {
   const std::int64_t d = p.d;
   return p.r == q.r && std::equal(p.mean, p.mean + d, q.mean) &&
@@ -44,16 +66,15 @@ double two_kl(const Prepared& p, const Prepared& q, double* scratch) {
   if (p.r > 0 && q.r > 0 && identical_low_rank(p, q)) return 0;
   double* col = scratch;    // [d]
   double* a = scratch + d;  // [d]
-  double* g = a + d;        // [q.r]
-  double* z = g + q.r;      // [q.r]
+  double* t = a + d;        // [q.k]
 
-  double sum = 0;   // the non-negative terms
-  double corr = 0;  // the low-rank correction of q, subtracted
+  double sum = 0;     // non-negative terms
+  double shrink = 0;  // q's low-rank terms on M, <= 0
   for (std::int64_t k = 0; k < d; ++k)
     sum += expm1_minus_x(2 * (p.log_diag[k] - q.log_diag[k]));
 
-  // Off-diagonal of M = Bq^{-1} Bp, column by column; with a low-rank q, each column of M
-  // also feeds the correction.
+  // Off-diagonal of M = Bq^{-1} Bp, column by column; with a low-rank q (diagonal base) each
+  // column of M also feeds the shrink term.
   if (p.tri && q.tri) {
     for (std::int64_t k = 0; k < d; ++k) {
       // Column k of M solves Lq m = Lp[:, k]; its entries above k are 0.
@@ -62,24 +83,23 @@ double two_kl(const Prepared& p, const Prepared& q, double* scratch) {
       solve_lower(q.base + k * d + k, d, d - k, col + k);
       sum += squared_norm(col + k + 1, d - k - 1);
     }
-  } else if (p.tri) {  // q diagonal (maybe low rank)
+  } else if (p.tri) {  // q diagonal, maybe low rank
     for (std::int64_t k = 0; k < d; ++k) {
       std::fill(col, col + k, 0.0);
       for (std::int64_t i = k; i < d; ++i)
         col[i] = p.base[i * d + k] * q.inv[i];
       sum += squared_norm(col + k + 1, d - k - 1);
-      if (q.r > 0) corr += correction(q, col, g);
+      if (q.k > 0) shrink += low_rank_shrink(q, col, t);
     }
   } else if (q.tri) {  // p diagonal: column k of M is Bp_kk times column k of Lq^{-1}
     for (std::int64_t k = 0; k < d; ++k)
       sum += p.base[k] * p.base[k] * q.inv_tail[k];
-  } else if (q.r > 0) {  // both diagonal: M is diagonal, only the correction needs it
+  } else if (q.k > 0) {  // both diagonal: M is diagonal, only the shrink term needs it
+    std::fill(col, col + d, 0.0);
     for (std::int64_t k = 0; k < d; ++k) {
-      const double m_kk = p.base[k] * q.inv[k];
-      for (std::int64_t c = 0; c < q.r; ++c)
-        g[c] = q.v[k * q.r + c] * m_kk;
-      solve_lower(q.chol_c, q.r, q.r, g);
-      corr += squared_norm(g, q.r);
+      col[k] = p.base[k] * q.inv[k];
+      shrink += low_rank_shrink(q, col, t);
+      col[k] = 0;
     }
   }
 
@@ -93,8 +113,7 @@ double two_kl(const Prepared& p, const Prepared& q, double* scratch) {
       for (std::int64_t i = 0; i < d; ++i)
         col[i] *= q.inv[i];
     }
-    sum += squared_norm(col, d);
-    if (q.r > 0) corr += correction(q, col, g);
+    sum += whitened_norm(q, col, t);
   }
 
   // Mean term.
@@ -106,29 +125,12 @@ double two_kl(const Prepared& p, const Prepared& q, double* scratch) {
     for (std::int64_t i = 0; i < d; ++i)
       a[i] *= q.inv[i];
   }
-  if (q.r > 0) {
-    const std::int64_t r = q.r;
-    std::fill(z, z + r, 0.0);
-    for (std::int64_t i = 0; i < d; ++i) {
-      for (std::int64_t c = 0; c < r; ++c)
-        z[c] += q.v[i * r + c] * a[i];
-    }
-    solve_lower(q.chol_c, r, r, z);
-    solve_lower_transposed(q.chol_c, r, r, z);
-    sum += squared_norm(z, r);
-    for (std::int64_t i = 0; i < d; ++i) {
-      double vz = 0;
-      for (std::int64_t c = 0; c < r; ++c)
-        vz += q.v[i * r + c] * z[c];
-      a[i] -= vz;
-    }
-  }
-  sum += squared_norm(a, d);
+  sum += whitened_norm(q, a, t);
 
-  const double two_kl = sum - corr + (q.logdet_c - p.logdet_c);
+  const double two_kl = sum + shrink + (q.logdet_c - p.logdet_c);
   // KL >= 0 always; a negative value can only be round-off in the low-rank terms above
-  // (the diagonal and full terms are sums of non-negative numbers), bounded by the tests
-  // against the long-double reference.
+  // (diagonal and full pairs add only non-negative terms), bounded by the tests against the
+  // long-double reference.
   return std::max(two_kl, 0.0);
 }
 

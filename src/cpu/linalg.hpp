@@ -74,3 +74,62 @@ inline void invert_lower(const double* l, std::int64_t d, double* inv) {
 }
 
 }  // namespace gausskl::cpu
+
+namespace gausskl::cpu {
+
+// Householder QR of a (m x n, row-major), in place: R in the upper triangle (trapezoid when
+// m < n), the reflectors' tails below it, their scales in tau[min(m, n)] (LAPACK's dgeqrf
+// convention: H = I - tau v v^T with v_0 = 1). Backward stable, unlike forming a^T a.
+inline void householder_qr(double* a, std::int64_t m, std::int64_t n, double* tau) {
+  const std::int64_t k = m < n ? m : n;
+  for (std::int64_t j = 0; j < k; ++j) {
+    double norm2 = 0;
+    for (std::int64_t i = j + 1; i < m; ++i)
+      norm2 += a[i * n + j] * a[i * n + j];
+    const double alpha = a[j * n + j];
+    if (norm2 == 0) {
+      tau[j] = 0;
+      continue;
+    }
+    const double beta = -std::copysign(std::sqrt(alpha * alpha + norm2), alpha);
+    tau[j] = (beta - alpha) / beta;
+    const double scale = 1 / (alpha - beta);
+    for (std::int64_t i = j + 1; i < m; ++i)
+      a[i * n + j] *= scale;
+    a[j * n + j] = beta;
+    for (std::int64_t c = j + 1; c < n; ++c) {
+      double s = a[j * n + c];
+      for (std::int64_t i = j + 1; i < m; ++i)
+        s += a[i * n + j] * a[i * n + c];
+      s *= tau[j];
+      a[j * n + c] -= s;
+      for (std::int64_t i = j + 1; i < m; ++i)
+        a[i * n + c] -= s * a[i * n + j];
+    }
+  }
+}
+
+// The first k = min(m, n) columns of Q (m x k, row-major) from householder_qr's result.
+inline void householder_q(const double* a, std::int64_t m, std::int64_t n, const double* tau,
+                          double* q) {
+  const std::int64_t k = m < n ? m : n;
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t c = 0; c < k; ++c)
+      q[i * k + c] = i == c ? 1.0 : 0.0;
+  }
+  // Q = H_0 H_1 ... H_{k-1} [I; 0], applied from the last reflector; H_j touches rows >= j,
+  // where columns < j of the partial product are still zero.
+  for (std::int64_t j = k - 1; j >= 0; --j) {
+    for (std::int64_t c = j; c < k; ++c) {
+      double s = q[j * k + c];
+      for (std::int64_t i = j + 1; i < m; ++i)
+        s += a[i * n + j] * q[i * k + c];
+      s *= tau[j];
+      q[j * k + c] -= s;
+      for (std::int64_t i = j + 1; i < m; ++i)
+        q[i * k + c] -= s * a[i * n + j];
+    }
+  }
+}
+
+}  // namespace gausskl::cpu

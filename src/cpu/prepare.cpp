@@ -29,31 +29,39 @@ void diag_terms(DiagParam param, double x, double* b, double* inv_b, double* log
   }
 }
 
-// V = B^{-1} U for the diagonal base, C = I + V^T V, its Cholesky factor and log|C|.
-// C >= I, so its factorization cannot fail.
-void prepare_low_rank_terms(const Layout& lay, double* slot) {
-  const std::int64_t d = lay.d, r = lay.r;
+// Q, L and log|I + V^T V| for V = B^{-1} U (see prepared.hpp). Both factorizations are
+// Householder QRs: forming V^T V would square the condition number, and a factor much larger
+// than the diagonal (|V|^2 ~ 1e10) would lose every digit of the small directions.
+void prepare_low_rank_terms(const Layout& lay, double* slot, double* scratch) {
+  const std::int64_t d = lay.d, r = lay.r, k = lay.k;
   const double* inv_b = slot + lay.inv;
   const double* u = slot + lay.factor;
-  double* v = slot + lay.v;
-  double* c = slot + lay.chol_c;
+  double* v = scratch;                  // [d*r], then its QR
+  double* stacked = v + d * r;          // [(r+k)*k]: [R^T; I_k], then its QR
+  double* tau = stacked + (r + k) * k;  // [r]
   for (std::int64_t i = 0; i < d; ++i) {
-    for (std::int64_t k = 0; k < r; ++k)
-      v[i * r + k] = u[i * r + k] * inv_b[i];
+    for (std::int64_t c = 0; c < r; ++c)
+      v[i * r + c] = u[i * r + c] * inv_b[i];
   }
-  for (std::int64_t a = 0; a < r; ++a) {
-    for (std::int64_t b = 0; b <= a; ++b) {
-      double s = a == b ? 1.0 : 0.0;
-      for (std::int64_t i = 0; i < d; ++i)
-        s += v[i * r + a] * v[i * r + b];
-      c[a * r + b] = s;
-    }
+  householder_qr(v, d, r, tau);
+  householder_q(v, d, r, tau, slot + lay.basis);
+  // R is k x r (upper trapezoidal); [R^T; I_k] = Q3 R3 gives R3^T R3 = R R^T + I, so L = R3^T.
+  for (std::int64_t c = 0; c < r; ++c) {
+    for (std::int64_t j = 0; j < k; ++j)
+      stacked[c * k + j] = j <= c ? v[j * r + c] : 0.0;
   }
-  double unused;
-  cholesky_lower(c, r, &unused);
+  for (std::int64_t i = 0; i < k; ++i) {
+    for (std::int64_t j = 0; j < k; ++j)
+      stacked[(r + i) * k + j] = i == j ? 1.0 : 0.0;
+  }
+  householder_qr(stacked, r + k, k, tau);
+  double* l = slot + lay.chol_c;
   double logdet = 0;
-  for (std::int64_t a = 0; a < r; ++a)
-    logdet += 2 * std::log(c[a * r + a]);
+  for (std::int64_t i = 0; i < k; ++i) {
+    for (std::int64_t j = 0; j < k; ++j)
+      l[i * k + j] = j <= i ? stacked[j * k + i] : 0.0;
+    logdet += 2 * std::log(std::abs(l[i * k + i]));
+  }
   slot[lay.logdet_c] = logdet;
 }
 
@@ -78,8 +86,8 @@ void copy_mean(const View<T, 2>& mean, std::int64_t n, double* out) {
 }
 
 template <class T>
-void prepare_one(const DiagGaussians<T>& g, std::int64_t n, const Layout& lay, double* slot,
-                 double*, FactorFailure&) {
+void prepare_family(const DiagGaussians<T>& g, std::int64_t n, const Layout& lay, double* slot,
+                    double*, FactorFailure&) {
   copy_mean(g.mean, n, slot + lay.mean);
   for (std::int64_t h = 0; h < lay.d; ++h) {
     diag_terms(g.param, g.scale(n, h), slot + lay.base + h, slot + lay.inv + h,
@@ -88,8 +96,8 @@ void prepare_one(const DiagGaussians<T>& g, std::int64_t n, const Layout& lay, d
 }
 
 template <class T>
-void prepare_one(const LowRankGaussians<T>& g, std::int64_t n, const Layout& lay, double* slot,
-                 double*, FactorFailure&) {
+void prepare_family(const LowRankGaussians<T>& g, std::int64_t n, const Layout& lay, double* slot,
+                    double* scratch, FactorFailure&) {
   copy_mean(g.mean, n, slot + lay.mean);
   for (std::int64_t h = 0; h < lay.d; ++h) {
     diag_terms(DiagParam::var, g.cov_diag(n, h), slot + lay.base + h, slot + lay.inv + h,
@@ -97,7 +105,7 @@ void prepare_one(const LowRankGaussians<T>& g, std::int64_t n, const Layout& lay
     for (std::int64_t k = 0; k < lay.r; ++k)
       slot[lay.factor + h * lay.r + k] = g.cov_factor(n, h, k);
   }
-  prepare_low_rank_terms(lay, slot);
+  if (lay.r > 0) prepare_low_rank_terms(lay, slot, scratch);
 }
 
 // Precision P: factor the reversed matrix J P J = M M^T (J reverses the order), so that
@@ -129,8 +137,8 @@ bool factor_precision(const View<T, 3>& s, std::int64_t n, std::int64_t d, doubl
 }
 
 template <class T>
-void prepare_one(const FullGaussians<T>& g, std::int64_t n, const Layout& lay, double* slot,
-                 double* scratch, FactorFailure& fail) {
+void prepare_family(const FullGaussians<T>& g, std::int64_t n, const Layout& lay, double* slot,
+                    double* scratch, FactorFailure& fail) {
   const std::int64_t d = lay.d;
   copy_mean(g.mean, n, slot + lay.mean);
   double* base = slot + lay.base;
@@ -167,25 +175,30 @@ Layout layout_for(const Gaussians<T>& g, bool with_inverse) {
 }
 
 template <class T>
+FactorFailure prepare_one(const Gaussians<T>& g, std::int64_t n, const Layout& layout, double* slot,
+                          double* scratch) {
+  FactorFailure fail;
+  std::visit([&](const auto& family) { prepare_family(family, n, layout, slot, scratch, fail); },
+             g.variant());
+  return fail;
+}
+
+template <class T>
 FactorFailure prepare_range(const Gaussians<T>& g, std::int64_t begin, std::int64_t end,
                             PreparedBatch& out, int threads) {
   const Layout& lay = out.layout();
-  const bool full = std::holds_alternative<FullGaussians<T>>(g.variant());
+  const std::int64_t scratch_size = prepare_scratch_size(lay);
   const int workers = std::max<int>(1, std::min<std::int64_t>(threads, end - begin));
-  std::vector<double> scratch(full ? static_cast<std::size_t>(workers * lay.d * lay.d) : 0);
+  std::vector<double> scratch(static_cast<std::size_t>(workers * scratch_size));
   std::vector<FactorFailure> failures(static_cast<std::size_t>(workers));
   parallel_for(end - begin, workers, [&](int w, std::int64_t lo, std::int64_t hi) {
-    double* my_scratch = full ? scratch.data() + w * lay.d * lay.d : nullptr;
     FactorFailure& my_fail = failures[static_cast<std::size_t>(w)];
     for (std::int64_t k = lo; k < hi && my_fail.index < 0; ++k) {
-      std::visit(
-          [&](const auto& family) {
-            prepare_one(family, begin + k, lay, out.slot(k), my_scratch, my_fail);
-          },
-          g.variant());
+      my_fail = prepare_one(g, begin + k, lay, out.slot(k), scratch.data() + w * scratch_size);
     }
   });
-  // Workers own increasing index ranges, so the first failure found is the lowest index.
+  // Workers own increasing index ranges and stop at their first failure, so the first
+  // failure found is the lowest index.
   for (const FactorFailure& f : failures) {
     if (f.index >= 0) return f;
   }
@@ -205,9 +218,11 @@ PreparedBatch standard_normal(std::int64_t d) {
   return batch;
 }
 
-#define GAUSSKL_INSTANTIATE(T)                                                             \
-  template Layout layout_for<T>(const Gaussians<T>&, bool);                                \
-  template FactorFailure prepare_range<T>(const Gaussians<T>&, std::int64_t, std::int64_t, \
+#define GAUSSKL_INSTANTIATE(T)                                                                     \
+  template Layout layout_for<T>(const Gaussians<T>&, bool);                                        \
+  template FactorFailure prepare_one<T>(const Gaussians<T>&, std::int64_t, const Layout&, double*, \
+                                        double*);                                                  \
+  template FactorFailure prepare_range<T>(const Gaussians<T>&, std::int64_t, std::int64_t,         \
                                           PreparedBatch&, int);
 GAUSSKL_INSTANTIATE(float)
 GAUSSKL_INSTANTIATE(double)

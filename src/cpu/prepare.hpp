@@ -21,6 +21,19 @@ struct FactorFailure {
 template <class T>
 Layout layout_for(const Gaussians<T>& g, bool with_inverse);
 
+// Doubles of scratch prepare_one needs: one D x D matrix for full covariance; V, the stacked
+// [R^T; I] and the Householder scales for low rank.
+inline std::int64_t prepare_scratch_size(const Layout& layout) {
+  if (layout.tri) return layout.d * layout.d;
+  const std::int64_t r = layout.r, k = layout.k;
+  return r > 0 ? layout.d * r + (r + k) * k + r : 0;
+}
+
+// Prepares distribution n of g into `slot` (layout.size doubles).
+template <class T>
+FactorFailure prepare_one(const Gaussians<T>& g, std::int64_t n, const Layout& layout, double* slot,
+                          double* scratch);
+
 // Prepares distributions [begin, end) of g into slots 0 .. end - begin - 1 of out, on up to
 // `threads` threads. Returns the lowest failing index (in g's numbering), if any.
 template <class T>

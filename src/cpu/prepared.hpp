@@ -5,8 +5,10 @@
 // The pair formula (kl_pair.hpp) needs, per distribution:
 //   mean; B; log diag B (from the input parameter directly, for the stable variance terms);
 //   for a diagonal base, 1 / diag B; for a triangular base on the q side of a pair whose p is
-//   not triangular, B^{-1} and the tail sums of its squared columns; for R > 0,
-//   V = B^{-1} U, and the Cholesky factor of C = I + V^T V with log|C|.
+//   not triangular, B^{-1} and the tail sums of its squared columns; for R > 0, with
+//   V = B^{-1} U = Q R (thin QR, Q: D x K orthonormal, K = min(D, R)), Q and a factor L with
+//   L L^T = I + R R^T, so that (I + V V^T)^{-1} = (I - Q Q^T) + Q (L L^T)^{-1} Q^T, and
+//   log|C| = log|I + V^T V| = log|L L^T|.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +19,7 @@ namespace gausskl::cpu {
 struct Prepared {
   std::int64_t d = 0;
   std::int64_t r = 0;
+  std::int64_t k = 0;                // min(d, r)
   bool tri = false;                  // base is lower triangular [d*d], else diagonal [d]
   const double* mean = nullptr;      // [d]
   const double* base = nullptr;      // tri ? [d*d] row-major : [d]
@@ -24,22 +27,22 @@ struct Prepared {
   const double* inv_tail = nullptr;  // tri: [d], sum_{i>k} (B^{-1})_{ik}^2 (with inv)
   const double* log_diag = nullptr;  // [d] log B_kk
   const double* factor = nullptr;    // [d*r] U, row-major
-  const double* v = nullptr;         // [d*r] V = B^{-1} U
-  const double* chol_c = nullptr;    // [r*r] Cholesky factor of C = I + V^T V
-  double logdet_c = 0;               // log|C|
+  const double* basis = nullptr;     // [d*k] Q, an orthonormal basis of range(B^{-1} U)
+  const double* chol_c = nullptr;    // [k*k] L, lower triangular, L L^T = I + R R^T
+  double logdet_c = 0;               // log|I + V^T V|
 };
 
 // Sizes and offsets (in doubles) of one prepared distribution.
 struct Layout {
-  std::int64_t d = 0, r = 0;
+  std::int64_t d = 0, r = 0, k = 0;
   bool tri = false;
   bool with_inverse = false;  // tri only: keep B^{-1} and its column tails
-  std::int64_t mean = 0, base = 0, inv = 0, inv_tail = 0, log_diag = 0, factor = 0, v = 0,
+  std::int64_t mean = 0, base = 0, inv = 0, inv_tail = 0, log_diag = 0, factor = 0, basis = 0,
                chol_c = 0, logdet_c = 0, size = 0;
 
   Layout() = default;
   Layout(std::int64_t d_, std::int64_t r_, bool tri_, bool with_inverse_)
-      : d(d_), r(r_), tri(tri_), with_inverse(tri_ && with_inverse_) {
+      : d(d_), r(r_), k(d_ < r_ ? d_ : r_), tri(tri_), with_inverse(tri_ && with_inverse_) {
     std::int64_t at = 0;
     auto take = [&at](std::int64_t n) {
       const std::int64_t start = at;
@@ -52,8 +55,8 @@ struct Layout {
     inv_tail = take(with_inverse ? d : 0);
     log_diag = take(d);
     factor = take(d * r);
-    v = take(d * r);
-    chol_c = take(r * r);
+    basis = take(d * k);
+    chol_c = take(k * k);
     logdet_c = take(1);
     size = at;
   }
@@ -62,6 +65,7 @@ struct Layout {
     Prepared out;
     out.d = d;
     out.r = r;
+    out.k = k;
     out.tri = tri;
     out.mean = p + mean;
     out.base = p + base;
@@ -69,7 +73,7 @@ struct Layout {
     out.inv_tail = with_inverse ? p + inv_tail : nullptr;
     out.log_diag = p + log_diag;
     out.factor = p + factor;
-    out.v = p + v;
+    out.basis = p + basis;
     out.chol_c = p + chol_c;
     out.logdet_c = p[logdet_c];
     return out;

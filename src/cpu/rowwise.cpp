@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <optional>
 #include <vector>
 
 #include "cpu/backend.hpp"
@@ -7,55 +6,73 @@
 #include "cpu/parallel.hpp"
 
 namespace gausskl::cpu {
-namespace {
 
-// Rows are prepared and computed in chunks so that the prepared copies stay near this many
-// bytes per side whatever N is (a full-covariance row at D = 1024 alone takes 8 MiB).
-constexpr std::int64_t kChunkBytes = 64 << 20;
-
-}  // namespace
-
+// Each worker prepares its p_i and q_i into its own slots right before using them, so the
+// prepared copies stay in cache and take O(threads) memory. A side with N = 1 is prepared once.
+// Results go to a double buffer first: a factorization found to fail half-way leaves the
+// caller's `out` untouched.
 template <class T, class U>
 Failure kl_rowwise(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t n, U* out,
                    int threads) {
-  threads = resolve_threads(threads);
+  threads = static_cast<int>(
+      std::clamp<std::int64_t>(resolve_threads(threads), 1, std::max<std::int64_t>(n, 1)));
   const bool p_tri = std::holds_alternative<FullGaussians<T>>(p.variant());
   const Layout p_layout = layout_for(p, false);
-  const Layout q_layout = q ? layout_for(*q, !p_tri) : standard_normal(p.d()).layout();
+  PreparedBatch q_fixed = q ? PreparedBatch(layout_for(*q, !p_tri), 1) : standard_normal(p.d());
+  const Layout& q_layout = q_fixed.layout();
   const bool p_once = p.n() == 1, q_once = !q || q->n() == 1;
 
-  const std::int64_t widest = std::max(p_layout.size, q_layout.size);
-  const std::int64_t chunk = std::min<std::int64_t>(
-      std::max<std::int64_t>(kChunkBytes / (8 * widest), threads), std::max<std::int64_t>(n, 1));
-  PreparedBatch ps(p_layout, p_once ? 1 : std::min(chunk, n));
-  PreparedBatch qs =
-      q ? PreparedBatch(q_layout, q_once ? 1 : std::min(chunk, n)) : standard_normal(p.d());
+  const std::int64_t prep_scratch =
+      std::max(prepare_scratch_size(p_layout), prepare_scratch_size(q_layout));
+  std::vector<double> scratch(static_cast<std::size_t>(prep_scratch));
+  PreparedBatch p_fixed(p_layout, p_once ? 1 : 0);
   if (p_once) {
-    if (auto f = prepare_range(p, 0, 1, ps, threads); f.index >= 0) return {"p", f};
+    if (auto f = prepare_one(p, 0, p_layout, p_fixed.slot(0), scratch.data()); f.index >= 0) {
+      return {"p", f};
+    }
   }
   if (q && q_once) {
-    if (auto f = prepare_range(*q, 0, 1, qs, threads); f.index >= 0) return {"q", f};
+    if (auto f = prepare_one(*q, 0, q_layout, q_fixed.slot(0), scratch.data()); f.index >= 0) {
+      return {"q", f};
+    }
   }
 
-  const std::int64_t scratch_size = pair_scratch_size(q_layout);
-  std::vector<double> scratch(static_cast<std::size_t>(threads * scratch_size));
-  for (std::int64_t lo = 0; lo < n; lo += chunk) {
-    const std::int64_t hi = std::min(n, lo + chunk);
-    if (!p_once) {
-      if (auto f = prepare_range(p, lo, hi, ps, threads); f.index >= 0) return {"p", f};
-    }
-    if (q && !q_once) {
-      if (auto f = prepare_range(*q, lo, hi, qs, threads); f.index >= 0) return {"q", f};
-    }
-    parallel_for(hi - lo, threads, [&](int w, std::int64_t a, std::int64_t b) {
-      double* my_scratch = scratch.data() + w * scratch_size;
-      for (std::int64_t k = a; k < b; ++k) {
-        const Prepared pk = ps.get(p_once ? 0 : k);
-        const Prepared qk = qs.get(q_once ? 0 : k);
-        out[lo + k] = static_cast<U>(0.5 * two_kl(pk, qk, my_scratch));
+  // Per worker: a p slot, a q slot, factorization scratch, pair scratch.
+  const std::int64_t per_worker =
+      p_layout.size + q_layout.size + prep_scratch + pair_scratch_size(q_layout);
+  std::vector<double> work(static_cast<std::size_t>(threads * per_worker));
+  std::vector<double> result(static_cast<std::size_t>(n));
+  std::vector<Failure> failures(static_cast<std::size_t>(threads));
+  parallel_for(n, threads, [&](int w, std::int64_t lo, std::int64_t hi) {
+    double* p_slot = work.data() + w * per_worker;
+    double* q_slot = p_slot + p_layout.size;
+    double* prep = q_slot + q_layout.size;
+    double* pair = prep + prep_scratch;
+    Failure& failed = failures[static_cast<std::size_t>(w)];
+    for (std::int64_t i = lo; i < hi; ++i) {
+      if (!p_once) {
+        if (auto f = prepare_one(p, i, p_layout, p_slot, prep); f.index >= 0) {
+          failed = {"p", f};
+          return;
+        }
       }
-    });
+      if (!q_once) {
+        if (auto f = prepare_one(*q, i, q_layout, q_slot, prep); f.index >= 0) {
+          failed = {"q", f};
+          return;
+        }
+      }
+      const Prepared pi = p_once ? p_fixed.get(0) : p_layout.view(p_slot);
+      const Prepared qi = q_once ? q_fixed.get(0) : q_layout.view(q_slot);
+      result[static_cast<std::size_t>(i)] = 0.5 * two_kl(pi, qi, pair);
+    }
+  });
+  // Workers own increasing ranges and stop at their first failure: the first one found is the
+  // lowest row.
+  for (const Failure& f : failures) {
+    if (f.side) return f;
   }
+  std::transform(result.begin(), result.end(), out, [](double x) { return static_cast<U>(x); });
   return {};
 }
 

@@ -1,0 +1,212 @@
+#include "core/reference.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <variant>
+#include <vector>
+
+namespace gausskl::reference {
+namespace {
+
+using Real = long double;
+using std::int64_t;
+
+// A D x D matrix, row-major.
+struct Matrix {
+  int64_t d = 0;
+  std::vector<Real> a;
+
+  explicit Matrix(int64_t n) : d(n), a(n * n, Real{0}) {}
+  Real& operator()(int64_t r, int64_t c) { return a[r * d + c]; }
+  Real operator()(int64_t r, int64_t c) const { return a[r * d + c]; }
+};
+
+struct Dense {
+  std::vector<Real> mean;
+  Matrix cov;
+};
+
+template <class T>
+std::vector<Real> mean_of(const View<T, 2>& mean, int64_t i) {
+  std::vector<Real> m(mean.shape[1]);
+  for (int64_t h = 0; h < mean.shape[1]; ++h)
+    m[h] = mean(i, h);
+  return m;
+}
+
+// The lower Cholesky factor L of A = L L^T, by dot products (Cholesky-Crout), reading only the
+// lower triangle of A. Entries of a row left of its first nonzero stay zero in L, so the loops
+// start there: diagonal inputs cost O(D^2), not O(D^3).
+struct Cholesky {
+  Matrix l;
+  std::vector<int64_t> first;  // first nonzero column of each row of L
+
+  explicit Cholesky(const Matrix& a) : l(a.d), first(a.d) {
+    const int64_t d = a.d;
+    for (int64_t r = 0; r < d; ++r) {
+      first[r] = r;
+      for (int64_t c = r - 1; c >= 0; --c)
+        if (a(r, c) != 0) first[r] = c;
+      for (int64_t c = first[r]; c <= r; ++c) {
+        Real s = a(r, c);
+        for (int64_t k = std::max(first[r], first[c]); k < c; ++k)
+          s -= l(r, k) * l(c, k);
+        l(r, c) = c < r ? s / l(c, c) : std::sqrt(s);
+      }
+    }
+  }
+
+  // Overwrites x with L^{-1} x, where x[k] = 0 for k < from.
+  void solve(std::vector<Real>& x, int64_t from = 0) const {
+    for (int64_t r = from; r < l.d; ++r) {
+      Real s = x[r];
+      for (int64_t k = std::max(from, first[r]); k < r; ++k)
+        s -= l(r, k) * x[k];
+      x[r] = s / l(r, r);
+    }
+  }
+
+  Real log_det() const {
+    Real s = 0;
+    for (int64_t k = 0; k < l.d; ++k)
+      s += 2 * std::log(l(k, k));
+    return s;
+  }
+};
+
+template <class T>
+Dense densify(const DiagGaussians<T>& g, int64_t i) {
+  const int64_t d = g.mean.shape[1];
+  Dense out{mean_of(g.mean, i), Matrix(d)};
+  for (int64_t h = 0; h < d; ++h) {
+    const Real s = g.scale(i, h);
+    switch (g.param) {
+      case DiagParam::stddev:
+        out.cov(h, h) = s * s;
+        break;
+      case DiagParam::var:
+        out.cov(h, h) = s;
+        break;
+      case DiagParam::logvar:
+        out.cov(h, h) = std::exp(s);
+        break;
+      case DiagParam::precision:
+        out.cov(h, h) = 1 / s;
+        break;
+    }
+  }
+  return out;
+}
+
+template <class T>
+Dense densify(const FullGaussians<T>& g, int64_t i) {
+  const int64_t d = g.mean.shape[1];
+  Dense out{mean_of(g.mean, i), Matrix(d)};
+  Matrix lower(d);  // the lower triangle of the given matrix, mirrored where symmetric
+  for (int64_t r = 0; r < d; ++r)
+    for (int64_t c = 0; c <= r; ++c) {
+      lower(r, c) = g.scale(i, r, c);
+      if (g.param != FullParam::scale_tril) lower(c, r) = lower(r, c);
+    }
+  switch (g.param) {
+    case FullParam::scale_tril:
+      for (int64_t r = 0; r < d; ++r)
+        for (int64_t c = 0; c < d; ++c)
+          for (int64_t k = 0; k <= std::min(r, c); ++k)
+            out.cov(r, c) += lower(r, k) * lower(c, k);
+      break;
+    case FullParam::covariance:
+      out.cov = lower;
+      break;
+    case FullParam::precision_matrix: {
+      // P = L L^T, so P^{-1} = X^T X with X = L^{-1}, whose column c is L^{-1} e_c.
+      const Cholesky chol(lower);
+      Matrix x(d);
+      for (int64_t c = 0; c < d; ++c) {
+        std::vector<Real> e(d, Real{0});
+        e[c] = 1;
+        chol.solve(e, c);
+        for (int64_t r = c; r < d; ++r)
+          x(r, c) = e[r];
+      }
+      for (int64_t r = 0; r < d; ++r)
+        for (int64_t c = 0; c < d; ++c)
+          for (int64_t k = std::max(r, c); k < d; ++k)
+            out.cov(r, c) += x(k, r) * x(k, c);
+      break;
+    }
+  }
+  return out;
+}
+
+template <class T>
+Dense densify(const LowRankGaussians<T>& g, int64_t i) {
+  const int64_t d = g.mean.shape[1];
+  const int64_t rank = g.cov_factor.shape[2];
+  Dense out{mean_of(g.mean, i), Matrix(d)};
+  for (int64_t r = 0; r < d; ++r) {
+    for (int64_t c = 0; c < d; ++c)
+      for (int64_t k = 0; k < rank; ++k)
+        out.cov(r, c) += Real{g.cov_factor(i, r, k)} * Real{g.cov_factor(i, c, k)};
+    out.cov(r, r) += g.cov_diag(i, r);
+  }
+  return out;
+}
+
+template <class T>
+Dense densify(const Gaussians<T>& g, int64_t i) {
+  return std::visit([i](const auto& family) { return densify(family, i); }, g.variant());
+}
+
+// 2 KL(p || q) = tr(T^{-1} S) + (mu_p - mu_q)^T T^{-1} (mu_p - mu_q) - D + log|T| - log|S|,
+// with tr(T^{-1} S) = |L_T^{-1} L_S|_F^2, summed by columns of L_S, and the quadratic form
+// = |L_T^{-1} (mu_p - mu_q)|^2.
+Real kl_dense(const Dense& p, const Dense& q) {
+  const int64_t d = p.cov.d;
+  const Cholesky s(p.cov);
+  const Cholesky t(q.cov);
+
+  Real trace = 0;
+  std::vector<Real> x(d);
+  for (int64_t c = 0; c < d; ++c) {
+    for (int64_t r = 0; r < d; ++r)
+      x[r] = s.l(r, c);
+    t.solve(x, c);
+    for (int64_t r = c; r < d; ++r)
+      trace += x[r] * x[r];
+  }
+
+  for (int64_t h = 0; h < d; ++h)
+    x[h] = p.mean[h] - q.mean[h];
+  t.solve(x);
+  Real quad = 0;
+  for (const Real v : x)
+    quad += v * v;
+
+  return (trace + quad - static_cast<Real>(d) + t.log_det() - s.log_det()) / 2;
+}
+
+}  // namespace
+
+template <class T>
+long double kl(const Gaussians<T>& p, std::int64_t i, const Gaussians<T>& q, std::int64_t j) {
+  return kl_dense(densify(p, i), densify(q, j));
+}
+
+template <class T>
+long double kl_standard_normal(const Gaussians<T>& p, std::int64_t i) {
+  const int64_t d = p.d();
+  Dense q{std::vector<Real>(d, Real{0}), Matrix(d)};
+  for (int64_t h = 0; h < d; ++h)
+    q.cov(h, h) = 1;
+  return kl_dense(densify(p, i), q);
+}
+
+template long double kl(const Gaussians<float>&, std::int64_t, const Gaussians<float>&,
+                        std::int64_t);
+template long double kl(const Gaussians<double>&, std::int64_t, const Gaussians<double>&,
+                        std::int64_t);
+template long double kl_standard_normal(const Gaussians<float>&, std::int64_t);
+template long double kl_standard_normal(const Gaussians<double>&, std::int64_t);
+
+}  // namespace gausskl::reference
