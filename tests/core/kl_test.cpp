@@ -1,0 +1,292 @@
+// gausskl::kl and kl_standard_normal against the long-double reference.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gausskl/ops.hpp"
+#include "support/batches.hpp"
+#include "support/generators.hpp"
+#include "support/oracle.hpp"
+
+namespace gausskl::test {
+namespace {
+
+template <class T, class U>
+std::vector<U> run_kl(const Gaussians<T>& p, const Gaussians<T>& q, const Options& options = {}) {
+  std::vector<U> out(broadcast_rows(p.n(), q.n()));
+  kl(p, q, std::span<U>(out), options);
+  return out;
+}
+
+// kl(p, q) into float and double outputs, each within its bar of the reference; p = q given
+// alike must give exactly 0 for diagonal and full Gaussians.
+template <class T>
+void check_kl(const Gaussians<T>& p, const Gaussians<T>& q, const std::string& row,
+              bool exact_zero = false) {
+  const std::vector<long double> ref = reference_kl(p, q);
+  const auto f = run_kl<T, float>(p, q);
+  const auto d = run_kl<T, double>(p, q);
+  expect_within_bar<T, float>("kl", row, std::span<const float>(f), ref);
+  expect_within_bar<T, double>("kl", row, std::span<const double>(d), ref);
+  if (exact_zero) {
+    for (std::size_t i = 0; i < d.size(); ++i) {
+      EXPECT_EQ(d[i], 0.0) << "row " << i;
+      EXPECT_EQ(f[i], 0.0f) << "row " << i;
+    }
+  }
+}
+
+template <class T>
+void check_all_layouts(Rng& rng, Data data) {
+  for (const Family fp : {Family::diag, Family::full, Family::lowrank})
+    for (const Family fq : {Family::diag, Family::full, Family::lowrank}) {
+      if (q_derived_from_p(data) && fp != fq) continue;
+      const auto [ps, qs] = make_specs(rng, data, fp, fq, 6, 6, 5);
+      for (const Layout& lp : all_layouts())
+        for (const Layout& lq : all_layouts()) {
+          if (lp.family != fp || lq.family != fq) continue;
+          SCOPED_TRACE(name(data) + ", p " + name(lp) + ", q " + name(lq));
+          const Batch<T> p = make_batch<T>(ps, lp), q = make_batch<T>(qs, lq);
+          const bool alike = name(lp) == name(lq) && fp != Family::lowrank;
+          check_kl<T>(p.view(), q.view(), pair_name(fp, fq), data == Data::identical && alike);
+        }
+    }
+}
+
+TEST(Kl, AllLayoutsOnAllData) {
+  Rng rng(10);
+  for (const Data data : all_data()) {
+    check_all_layouts<float>(rng, data);
+    check_all_layouts<double>(rng, data);
+  }
+}
+
+TEST(Kl, Dimensions) {
+  Rng rng(11);
+  for (const std::int64_t d : {1, 2, 17, 64, 128})
+    for (const Data data : all_data())
+      for (const Layout& lp : family_layouts())
+        for (const Layout& lq : family_layouts()) {
+          if (q_derived_from_p(data) && lp.family != lq.family) continue;
+          SCOPED_TRACE(name(data) + ", D = " + std::to_string(d) + ", " + name(lp) + " || " +
+                       name(lq));
+          const auto [ps, qs] = make_specs(rng, data, lp.family, lq.family, 3, 3, d);
+          const bool zero = data == Data::identical && lp.family != Family::lowrank;
+          const std::string row = pair_name(lp.family, lq.family);
+          const Batch<float> pf = make_batch<float>(ps, lp), qf = make_batch<float>(qs, lq);
+          check_kl<float>(pf.view(), qf.view(), row, zero);
+          const Batch<double> pd = make_batch<double>(ps, lp), qd = make_batch<double>(qs, lq);
+          check_kl<double>(pd.view(), qd.view(), row, zero);
+        }
+}
+
+// D = 1024 for the families whose reference is affordable there. The double batches are the
+// float ones widened, so one reference serves both precisions.
+TEST(Kl, LargeDimension) {
+  Rng rng(12);
+  for (const Family fp : {Family::diag, Family::lowrank})
+    for (const Family fq : {Family::diag, Family::lowrank})
+      for (const Data data : {Data::random, Data::adversarial, Data::near_duplicate_1e4}) {
+        if (q_derived_from_p(data) && fp != fq) continue;
+        SCOPED_TRACE(name(data) + ", " + pair_name(fp, fq));
+        const auto [ps, qs] = make_specs(rng, data, fp, fq, 1, 1, 1024, 8);
+        const Batch<float> pf = make_batch<float>(ps, {fp}), qf = make_batch<float>(qs, {fq});
+        const Batch<double> pd = cast<double>(pf), qd = cast<double>(qf);
+        const std::vector<long double> ref = reference_kl(pf.view(), qf.view());
+        const std::string row = pair_name(fp, fq);
+        const auto f = run_kl<float, float>(pf.view(), qf.view());
+        const auto fd = run_kl<float, double>(pf.view(), qf.view());
+        const auto d = run_kl<double, double>(pd.view(), qd.view());
+        expect_within_bar<float, float>("kl", row, std::span<const float>(f), ref);
+        expect_within_bar<float, double>("kl", row, std::span<const double>(fd), ref);
+        expect_within_bar<double, double>("kl", row, std::span<const double>(d), ref);
+      }
+}
+
+TEST(Kl, BroadcastsASideWithOneRow) {
+  Rng rng(13);
+  for (const Layout& lp : family_layouts())
+    for (const Layout& lq : family_layouts())
+      for (const auto& [n, m] : {std::pair{1, 5}, {5, 1}, {1, 1}}) {
+        SCOPED_TRACE(name(lp) + " || " + name(lq) + ", N = " + std::to_string(n) +
+                     ", M = " + std::to_string(m));
+        const auto [ps, qs] = make_specs(rng, Data::adversarial, lp.family, lq.family, n, m, 6);
+        const Batch<double> p = make_batch<double>(ps, lp), q = make_batch<double>(qs, lq);
+        check_kl<double>(p.view(), q.view(), pair_name(lp.family, lq.family));
+        const Batch<float> pf = make_batch<float>(ps, lp), qf = make_batch<float>(qs, lq);
+        check_kl<float>(pf.view(), qf.view(), pair_name(lp.family, lq.family));
+      }
+}
+
+// Ranks 0 (no factor), 1 and above D, different on each side.
+TEST(Kl, LowRankOfAnyRank) {
+  Rng rng(14);
+  for (const std::int64_t rp : {0, 1, 7})
+    for (const std::int64_t rq : {0, 2, 9}) {
+      SCOPED_TRACE("R_p = " + std::to_string(rp) + ", R_q = " + std::to_string(rq));
+      GenOptions op = kAdversarial, oq = kAdversarial;
+      op.rank = rp;
+      oq.rank = rq;
+      const Batch<double> p =
+          make_batch<double>(random_spec(rng, Family::lowrank, 4, 5, op), {Family::lowrank});
+      const Batch<double> q =
+          make_batch<double>(random_spec(rng, Family::lowrank, 4, 5, oq), {Family::lowrank});
+      check_kl<double>(p.view(), q.view(), "lowrank/lowrank");
+      const Batch<double> diag =
+          make_batch<double>(random_spec(rng, Family::diag, 4, 5, kAdversarial), {Family::diag});
+      check_kl<double>(p.view(), diag.view(), "lowrank/diag");
+      check_kl<double>(diag.view(), q.view(), "diag/lowrank");
+    }
+}
+
+// A low-rank q whose factor outweighs its diagonal (W W^T ~ 1e4 diag(d), as with torch's
+// LowRankMultivariateNormal and a small cov_diag): near p, KL is small while the Woodbury terms
+// are ~1e4 D and cancel. Minimal case: D = 2, R = 1, d = 1e-6, W_p = [1, 0.5],
+// W_q = [1.000001, 0.5] has KL = 1.00000399998e-7 (mpmath), and the library gave 9.976e-8.
+TEST(Kl, LowRankFactorMuchLargerThanDiagonal) {
+  Rng rng(18);
+  GenOptions options{.scale_min = 1e-2, .scale_max = 1e-2, .rank = 4, .factor_scale = 100};
+  for (const std::int64_t d : {2, 16, 64})
+    for (const double rel : {1e-4, 1e-6}) {
+      SCOPED_TRACE("D = " + std::to_string(d) + ", rel = " + std::to_string(rel));
+      const Spec ps = random_spec(rng, Family::lowrank, 3, d, options);
+      const Batch<double> p = make_batch<double>(ps, {Family::lowrank});
+      const Batch<double> q = make_batch<double>(perturbed(rng, ps, rel), {Family::lowrank});
+      check_kl<double>(p.view(), q.view(), "lowrank/lowrank");
+    }
+}
+
+// A copy of v read through unusual strides: the first axis runs backwards and every other
+// axis skips padding.
+template <class T, int Rank>
+View<T, Rank> restrided(const View<T, Rank>& v, std::vector<T>& storage) {
+  View<T, Rank> out{nullptr, v.shape, {}};
+  std::int64_t stride = 2;
+  for (int k = Rank - 1; k >= 0; --k) {
+    out.strides[k] = stride;
+    stride = stride * v.shape[k] + 1;
+  }
+  storage.assign(stride, T{0});
+  out.strides[0] = -out.strides[0];
+  T* const base = storage.data() + (v.shape[0] - 1) * -out.strides[0];
+  out.data = base;
+  std::int64_t count = 1;
+  for (const std::int64_t s : v.shape)
+    count *= s;
+  for (std::int64_t flat = 0; flat < count; ++flat) {
+    std::array<std::int64_t, Rank> at{};
+    for (std::int64_t k = Rank - 1, rest = flat; k >= 0; --k) {
+      at[k] = rest % v.shape[k];
+      rest /= v.shape[k];
+    }
+    std::int64_t src = 0, dst = 0;
+    for (int k = 0; k < Rank; ++k) {
+      src += at[k] * v.strides[k];
+      dst += at[k] * out.strides[k];
+    }
+    base[dst] = v.data[src];
+  }
+  return out;
+}
+
+TEST(Kl, ReadsThroughStrides) {
+  Rng rng(15);
+  const auto [dp, dq] = make_specs(rng, Data::adversarial, Family::diag, Family::full, 4, 4, 5);
+  const auto [lp, lq] = make_specs(rng, Data::adversarial, Family::lowrank, Family::full, 4, 4, 5);
+  const auto diag = make_diag<double>(std::get<DiagSpec>(dp), DiagParam::logvar);
+  const auto full = make_full<double>(std::get<FullSpec>(dq), FullParam::covariance);
+  const auto low = make_lowrank<double>(std::get<LowRankSpec>(lp));
+  std::vector<double> s[7];
+  const DiagGaussians<double> diag_s{restrided(diag.view().mean, s[0]),
+                                     restrided(diag.view().scale, s[1]), diag.param};
+  const FullGaussians<double> full_s{restrided(full.view().mean, s[2]),
+                                     restrided(full.view().scale, s[3]), full.param};
+  const LowRankGaussians<double> low_s{restrided(low.view().mean, s[4]),
+                                       restrided(low.view().cov_factor, s[5]),
+                                       restrided(low.view().cov_diag, s[6])};
+  check_kl<double>(diag_s, full_s, "diag/full");
+  check_kl<double>(low_s, diag_s, "lowrank/diag");
+  check_kl<double>(full_s, low_s, "full/lowrank");
+  EXPECT_EQ((run_kl<double, double>(diag_s, full_s)),
+            (run_kl<double, double>(diag.view(), full.view())));
+
+  // Stride 0: one row of q seen as four.
+  DiagGaussians<double> q0 = diag.view();
+  q0.mean.strides[0] = q0.scale.strides[0] = 0;
+  check_kl<double>(low.view(), q0, "lowrank/diag");
+}
+
+// Results do not depend on the thread count, nor on how rows are split into chunks (a full q at
+// D = 128 takes 256 KiB prepared, so 600 rows span several chunks).
+TEST(Kl, SameResultsForAnyThreadCountAndBatchSize) {
+  Rng rng(16);
+  const auto [ps, qs] = make_specs(rng, Data::random, Family::diag, Family::full, 600, 600, 128);
+  const Batch<double> p = make_batch<double>(ps, {Family::diag});
+  const Batch<double> q = make_batch<double>(qs, {Family::full});
+  const auto all = run_kl<double, double>(p.view(), q.view(), {.threads = 1});
+  EXPECT_EQ((run_kl<double, double>(p.view(), q.view(), {.threads = 3})), all);
+  EXPECT_EQ((run_kl<double, double>(p.view(), q.view())), all);
+  std::vector<std::int64_t> sample;
+  for (std::int64_t i = 0; i < 600; i += 37)
+    sample.push_back(i);
+  const Batch<double> ps_sample = make_batch<double>(take_rows(ps, sample), {Family::diag});
+  const Batch<double> qs_sample = make_batch<double>(take_rows(qs, sample), {Family::full});
+  std::vector<double> got;
+  for (const std::int64_t i : sample)
+    got.push_back(all[i]);
+  expect_within_bar<double, double>("kl", "diag/full", std::span<const double>(got),
+                                    reference_kl(ps_sample.view(), qs_sample.view()));
+}
+
+template <class T>
+void check_standard_normal(const Gaussians<T>& p, const std::string& row) {
+  const std::vector<long double> ref = reference_standard_normal(p);
+  std::vector<float> f(p.n());
+  std::vector<double> d(p.n());
+  kl_standard_normal(p, std::span<float>(f));
+  kl_standard_normal(p, std::span<double>(d));
+  expect_within_bar<T, float>("kl_standard_normal", row, std::span<const float>(f), ref);
+  expect_within_bar<T, double>("kl_standard_normal", row, std::span<const double>(d), ref);
+}
+
+TEST(KlStandardNormal, AllLayouts) {
+  Rng rng(17);
+  for (const std::int64_t d : {1, 5, 64})
+    for (const Data data : {Data::random, Data::adversarial})
+      for (const Layout& layout : all_layouts()) {
+        SCOPED_TRACE(name(data) + ", D = " + std::to_string(d) + ", " + name(layout));
+        const auto [ps, unused] = make_specs(rng, data, layout.family, layout.family, 4, 4, d);
+        check_standard_normal<float>(make_batch<float>(ps, layout).view(), name(layout.family));
+        check_standard_normal<double>(make_batch<double>(ps, layout).view(), name(layout.family));
+      }
+}
+
+TEST(KlStandardNormal, OfTheStandardNormalIsExactlyZero) {
+  const DiagBatch<double> diag{2, 3, DiagParam::logvar, std::vector<double>(6, 0.0),
+                               std::vector<double>(6, 0.0)};
+  const FullBatch<double> full{1, 2, FullParam::scale_tril, {0, 0}, {1, 0, 0, 1}};
+  for (const Gaussians<double>& g :
+       {Gaussians<double>(diag.view()), Gaussians<double>(full.view())}) {
+    std::vector<double> out(g.n(), -1.0);
+    kl_standard_normal(g, std::span<double>(out));
+    for (const double x : out)
+      EXPECT_EQ(x, 0.0);
+  }
+}
+
+TEST(Kl, EmptyBatches) {
+  const DiagBatch<double> none{0, 3, DiagParam::stddev, {}, {}};
+  const DiagBatch<double> one{1, 3, DiagParam::stddev, {0, 0, 0}, {1, 1, 1}};
+  EXPECT_TRUE((run_kl<double, double>(none.view(), none.view()).empty()));
+  // N = 1 pairs with every row of the other side, here none (ops.hpp's "max(p.n, q.n)" is 1).
+  EXPECT_TRUE((run_kl<double, double>(none.view(), one.view()).empty()));
+  EXPECT_TRUE((run_kl<double, double>(one.view(), none.view()).empty()));
+  std::vector<double> out;
+  kl_standard_normal(Gaussians<double>(none.view()), std::span<double>(out));
+}
+
+}  // namespace
+}  // namespace gausskl::test

@@ -1,0 +1,350 @@
+// Every input rule: std::invalid_argument "[op] what, where", raised before any output is
+// written. Messages are checked by the parts a user acts on (tag, array, value, place).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "gausskl/ops.hpp"
+#include "support/batches.hpp"
+#include "support/generators.hpp"
+
+namespace gausskl::test {
+namespace {
+
+constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+void expect_invalid(const std::function<void()>& call, const std::vector<std::string>& parts) {
+  try {
+    call();
+    ADD_FAILURE() << "no exception; expected one mentioning " << parts.front();
+  } catch (const std::invalid_argument& e) {
+    const std::string message = e.what();
+    for (const std::string& part : parts)
+      EXPECT_NE(message.find(part), std::string::npos) << "'" << part << "' not in: " << message;
+  }
+}
+
+// Well-posed inputs to break one entry at a time: n rows of N(0, I) in dimension d.
+DiagBatch<double> diag(std::int64_t n, std::int64_t d, DiagParam param = DiagParam::stddev) {
+  const double one_scale = param == DiagParam::logvar ? 0.0 : 1.0;
+  return {n, d, param, std::vector<double>(n * d, 0.0), std::vector<double>(n * d, one_scale)};
+}
+
+FullBatch<double> full(std::int64_t n, std::int64_t d, FullParam param) {
+  FullBatch<double> b{n, d, param, std::vector<double>(n * d, 0.0),
+                      std::vector<double>(n * d * d, 0.0)};
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t h = 0; h < d; ++h)
+      b.scale[(i * d + h) * d + h] = 1;
+  return b;
+}
+
+LowRankBatch<double> low_rank(std::int64_t n, std::int64_t d, std::int64_t r) {
+  return {n,
+          d,
+          r,
+          std::vector<double>(n * d, 0.0),
+          std::vector<double>(n * d * r, 0.5),
+          std::vector<double>(n * d, 1.0)};
+}
+
+// kl(p, q) into an output of the right size.
+void run_kl(const Gaussians<double>& p, const Gaussians<double>& q) {
+  std::vector<double> out(p.n() == 1 ? q.n() : p.n());
+  kl(p, q, std::span<double>(out));
+}
+
+TEST(Validate, DiagonalScales) {
+  const auto q = diag(20, 5);
+  auto p = diag(20, 5);
+  p.scale[17 * 5 + 3] = -0.5;
+  expect_invalid([&] { run_kl(p.view(), q.view()); },
+                 {"[kl] ", "p.scale (std)", "positive", "-0.5", "row 17, column 3"});
+
+  p = diag(20, 5, DiagParam::var);
+  p.scale[2 * 5 + 4] = 0;
+  expect_invalid([&] { run_kl(p.view(), q.view()); },
+                 {"[kl] ", "p.scale (var)", "positive", "found 0", "row 2, column 4"});
+
+  auto qp = diag(20, 5, DiagParam::precision);
+  qp.scale[19 * 5 + 0] = kInf;
+  expect_invalid([&] { run_kl(q.view(), qp.view()); },
+                 {"[kl] ", "q.scale (precision)", "inf", "row 19, column 0"});
+
+  p = diag(20, 5, DiagParam::logvar);
+  p.scale[1] = kNan;
+  expect_invalid([&] { run_kl(p.view(), q.view()); },
+                 {"[kl] ", "p.scale (logvar)", "finite", "nan", "row 0, column 1"});
+  p.scale[1] = 800;  // exp(800) overflows double
+  expect_invalid([&] { run_kl(p.view(), q.view()); },
+                 {"[kl] ", "p.scale (logvar)", "variance", "800", "row 0, column 1"});
+
+  p = diag(20, 5);
+  p.scale[6] = 1e-200;  // std^2 underflows double
+  expect_invalid([&] { run_kl(p.view(), q.view()); },
+                 {"[kl] ", "p.scale (std)", "variance", "1e-200", "row 1, column 1"});
+}
+
+TEST(Validate, FloatValuesAreShownAsFloats) {
+  const std::vector<float> mean(6, 0.0f), scale = {1, 1, 1, 1, -0.1f, 1};
+  const DiagGaussians<float> p{contiguous<float, 2>(mean.data(), {2, 3}),
+                               contiguous<float, 2>(scale.data(), {2, 3}), DiagParam::stddev};
+  std::vector<float> out(2);
+  expect_invalid([&] { kl_standard_normal(p, std::span<float>(out)); },
+                 {"[kl_standard_normal] ", "p.scale (std)", "found -0.1 at row 1, column 1"});
+}
+
+TEST(Validate, Means) {
+  const auto p = diag(2, 3);
+  auto q = diag(2, 3);
+  q.mean[1] = kNan;
+  expect_invalid([&] { run_kl(p.view(), q.view()); },
+                 {"[kl] ", "q.mean must be finite", "nan", "row 0, column 1"});
+  q.mean[1] = 0;
+  q.mean[5] = -kInf;
+  expect_invalid([&] { run_kl(p.view(), q.view()); }, {"q.mean", "-inf", "row 1, column 2"});
+}
+
+TEST(Validate, LowRank) {
+  const auto q = diag(2, 3);
+  auto p = low_rank(2, 3, 2);
+  p.diag[1 * 3 + 2] = 0;
+  expect_invalid([&] { run_kl(p.view(), q.view()); },
+                 {"[kl] ", "p.cov_diag", "positive", "found 0", "row 1, column 2"});
+  p = low_rank(2, 3, 2);
+  p.factor[(0 * 3 + 1) * 2 + 0] = kInf;
+  expect_invalid([&] { run_kl(p.view(), q.view()); }, {"[kl] ", "p.cov_factor must be finite",
+                                                       "inf", "distribution 0, row 1, column 0"});
+}
+
+TEST(Validate, ScaleTril) {
+  const auto p = diag(4, 3);
+  auto q = full(4, 3, FullParam::scale_tril);
+  q.scale[(2 * 3 + 1) * 3 + 1] = -1;
+  expect_invalid([&] { run_kl(p.view(), q.view()); },
+                 {"[kl] ", "q.scale (scale_tril)", "positive diagonal", "-1",
+                  "distribution 2, row 1, column 1"});
+  q = full(4, 3, FullParam::scale_tril);
+  q.scale[(2 * 3 + 0) * 3 + 1] = 0.3;
+  expect_invalid([&] { run_kl(p.view(), q.view()); },
+                 {"[kl] ", "q.scale (scale_tril)", "lower triangular", "0.3",
+                  "distribution 2, row 0, column 1"});
+  q = full(4, 3, FullParam::scale_tril);
+  q.scale[(3 * 3 + 2) * 3 + 0] = kNan;
+  expect_invalid([&] { run_kl(p.view(), q.view()); },
+                 {"q.scale (scale_tril)", "finite", "nan", "distribution 3, row 2, column 0"});
+}
+
+TEST(Validate, SymmetricMatrices) {
+  const auto q = diag(1, 3);
+  auto p = full(1, 3, FullParam::covariance);
+  p.scale[1 * 3 + 0] = 1;
+  p.scale[0 * 3 + 1] = 2;
+  expect_invalid([&] { run_kl(p.view(), q.view()); },
+                 {"[kl] ", "p.scale (covariance)", "symmetric", "1 and 2", "distribution 0",
+                  "row 1, column 0"});
+  p = full(1, 3, FullParam::precision_matrix);
+  p.scale[2 * 3 + 1] = 0.5;
+  expect_invalid([&] { run_kl(p.view(), q.view()); },
+                 {"p.scale (precision_matrix)", "symmetric", "distribution 0", "row 2, column 1"});
+}
+
+TEST(Validate, NotPositiveDefinite) {
+  const auto p = diag(4, 3);
+  auto q = full(4, 3, FullParam::covariance);
+  q.scale[(3 * 3 + 2) * 3 + 2] = -0.013;
+  expect_invalid([&] { run_kl(p.view(), q.view()); },
+                 {"[kl] ", "q.scale (covariance)", "not positive definite", "distribution 3",
+                  "pivot 2", "-0.013"});
+
+  // Symmetric with a positive diagonal, yet indefinite: the second pivot is 1 - 4 = -3.
+  auto c = full(2, 2, FullParam::covariance);
+  c.scale[4 + 1] = c.scale[4 + 2] = 2;
+  std::vector<double> out(4);
+  expect_invalid([&] { pairwise_kl(c.view(), std::span<double>(out)); },
+                 {"[pairwise_kl] ", "p.scale (covariance)", "distribution 1", "pivot 1", "-3"});
+
+  auto precision = full(3, 3, FullParam::precision_matrix);
+  precision.scale[(1 * 3 + 1) * 3 + 1] = -0.5;
+  std::vector<std::int64_t> indices(3);
+  std::vector<double> values(3);
+  const auto q3 = diag(3, 3);
+  expect_invalid(
+      [&] {
+        knn_kl(q3.view(), precision.view(), 1, std::span<std::int64_t>(indices),
+               std::span<double>(values));
+      },
+      {"[knn_kl] ", "q.scale (precision_matrix)", "not positive definite", "distribution 1",
+       "-0.5"});
+}
+
+TEST(Validate, ShapesOfPAndQ) {
+  expect_invalid([&] { run_kl(diag(3, 2).view(), diag(5, 2).view()); },
+                 {"[kl] ", "p and q have N = 3 and N = 5", "N = 1"});
+  expect_invalid([&] { run_kl(diag(3, 3).view(), full(3, 4, FullParam::covariance).view()); },
+                 {"[kl] ", "p and q have D = 3 and D = 4"});
+  std::vector<double> out(6);
+  expect_invalid([&] { pairwise_kl(diag(2, 3).view(), diag(3, 4).view(), std::span<double>(out)); },
+                 {"[pairwise_kl] ", "D = 3 and D = 4"});
+}
+
+TEST(Validate, ShapesWithinABatch) {
+  const auto q = diag(3, 5);
+  const auto p = diag(3, 5);
+  DiagGaussians<double> d = p.view();
+  d.scale.shape = {3, 4};
+  expect_invalid([&] { run_kl(d, q.view()); },
+                 {"[kl] ", "p.scale has shape [3, 4], expected [3, 5]"});
+
+  const auto f = full(3, 5, FullParam::scale_tril);
+  FullGaussians<double> fv = f.view();
+  fv.scale.shape = {3, 5, 4};
+  expect_invalid([&] { run_kl(q.view(), fv); },
+                 {"q.scale has shape [3, 5, 4], expected [3, 5, 5]"});
+
+  const auto l = low_rank(3, 5, 2);
+  LowRankGaussians<double> lv = l.view();
+  lv.cov_diag.shape = {3, 4};
+  expect_invalid([&] { run_kl(lv, q.view()); }, {"p.cov_diag has shape [3, 4], expected [3, 5]"});
+  lv = l.view();
+  lv.cov_factor.shape = {2, 5, 2};
+  expect_invalid([&] { run_kl(lv, q.view()); },
+                 {"p.cov_factor has shape [2, 5, 2], expected [3, 5, 2]"});
+}
+
+TEST(Validate, Views) {
+  const auto p = diag(2, 3);
+  std::vector<double> out(2);
+  // Not run_kl: some of these shapes claim more rows than memory holds.
+  const auto run = [&](const DiagGaussians<double>& a, const DiagGaussians<double>& b) {
+    kl(a, b, std::span<double>(out));
+  };
+  DiagGaussians<double> v = p.view();
+  v.mean.shape = {2, 0};
+  v.scale.shape = {2, 0};
+  expect_invalid([&] { run(v, v); }, {"[kl] ", "p.mean", "D = 0"});
+
+  v = p.view();
+  v.mean.shape = {-1, 3};
+  expect_invalid([&] { run(v, p.view()); }, {"[kl] ", "p.mean", "negative"});
+
+  v = p.view();
+  v.scale.data = nullptr;
+  expect_invalid([&] { run(p.view(), v); }, {"[kl] ", "q.scale", "no data"});
+
+  // Sizes and offsets that do not fit in int64, rejected before anything is read.
+  v = p.view();
+  v.mean.shape = {std::int64_t{1} << 32, std::int64_t{1} << 32};
+  expect_invalid([&] { run(v, p.view()); }, {"[kl] ", "p.mean", "overflows int64"});
+  v = p.view();
+  v.mean.strides = {std::int64_t{1} << 62, std::int64_t{1} << 62};
+  expect_invalid([&] { run(v, p.view()); }, {"[kl] ", "p.mean", "overflows int64"});
+}
+
+TEST(Validate, OutputSizes) {
+  const auto p = diag(5, 2), q = diag(5, 2);
+  std::vector<double> out(4);
+  expect_invalid([&] { kl(p.view(), q.view(), std::span<double>(out)); },
+                 {"[kl] ", "out has 4 elements, expected 5"});
+  expect_invalid([&] { kl_standard_normal(p.view(), std::span<double>(out)); },
+                 {"[kl_standard_normal] ", "out has 4 elements, expected 5"});
+  std::vector<float> pairs(24);
+  expect_invalid([&] { pairwise_kl(p.view(), std::span<float>(pairs)); },
+                 {"[pairwise_kl] ", "out has 24 elements, expected 25"});
+  std::vector<std::int64_t> indices(10);
+  std::vector<double> values(9);
+  expect_invalid(
+      [&] {
+        knn_kl(p.view(), q.view(), 2, std::span<std::int64_t>(indices), std::span<double>(values));
+      },
+      {"[knn_kl] ", "values has 9 elements, expected 10"});
+}
+
+TEST(Validate, KnnK) {
+  const auto p = diag(3, 2), q = diag(5, 2);
+  std::vector<std::int64_t> indices(21);
+  std::vector<double> values(21);
+  const auto run = [&](std::int64_t k, const Options& options, bool with_q) {
+    const std::span<std::int64_t> is(indices.data(), 3 * k);
+    const std::span<double> vs(values.data(), 3 * k);
+    if (with_q) {
+      knn_kl(p.view(), q.view(), k, is, vs, options);
+    } else {
+      knn_kl(p.view(), k, is, vs, options);
+    }
+  };
+  expect_invalid([&] { run(7, {}, true); }, {"[knn_kl] ", "k = 7 must be between 1 and M = 5"});
+  expect_invalid([&] { run(0, {}, true); }, {"[knn_kl] ", "k = 0", "M = 5"});
+  expect_invalid([&] { run(3, {.exclude_self = true}, false); },
+                 {"[knn_kl] ", "k = 3", "M - 1 = 2"});
+  expect_invalid([&] { run(1, {.exclude_self = true}, true); }, {"[knn_kl] ", "exclude_self"});
+}
+
+TEST(Validate, Options) {
+  const auto p = diag(2, 2);
+  std::vector<double> out(2);
+  expect_invalid([&] { kl(p.view(), p.view(), std::span<double>(out), {.threads = -1}); },
+                 {"[kl] ", "threads", "-1"});
+}
+
+// The same bad input through every op carries that op's tag.
+TEST(Validate, EveryOpTagsItsMessages) {
+  auto p = diag(2, 2);
+  p.scale[3] = -2;
+  const auto q = diag(2, 2);
+  const std::string where =
+      "p.scale (std) must be positive and finite, found -2 at row 1, column 1";
+  std::vector<double> out(4);
+  std::vector<std::int64_t> indices(2);
+  expect_invalid([&] { kl(p.view(), q.view(), std::span<double>(out).first(2)); },
+                 {"[kl] " + where});
+  expect_invalid([&] { kl_standard_normal(p.view(), std::span<double>(out).first(2)); },
+                 {"[kl_standard_normal] " + where});
+  expect_invalid([&] { pairwise_kl(p.view(), q.view(), std::span<double>(out)); },
+                 {"[pairwise_kl] " + where});
+  expect_invalid([&] { pairwise_kl(p.view(), std::span<double>(out)); },
+                 {"[pairwise_kl] " + where});
+  expect_invalid(
+      [&] {
+        knn_kl(p.view(), 1, std::span<std::int64_t>(indices), std::span<double>(out).first(2));
+      },
+      {"[knn_kl] " + where});
+  // q is named q.
+  expect_invalid([&] { kl(q.view(), p.view(), std::span<double>(out).first(2)); },
+                 {"[kl] q.scale (std)"});
+}
+
+// Validation is complete before the first output is written, including the positive
+// definiteness found while factoring, even when rows are processed in several chunks (a full q
+// at D = 128 takes 256 KiB prepared; 300 rows exceed one 64 MiB chunk).
+TEST(Validate, NothingIsWrittenOnError) {
+  const auto p = diag(300, 128);
+  auto q = full(300, 128, FullParam::covariance);
+  q.scale[((299 * 128) + 5) * 128 + 5] = -1;
+  std::vector<double> out(300, -7.0);
+  expect_invalid([&] { kl(p.view(), q.view(), std::span<double>(out)); },
+                 {"[kl] ", "q.scale (covariance)", "not positive definite", "distribution 299"});
+  EXPECT_EQ(std::count(out.begin(), out.end(), -7.0), 300) << "outputs written before the error";
+
+  out.assign(300, -7.0);
+  auto bad_mean = diag(300, 128);
+  bad_mean.mean.back() = kNan;
+  expect_invalid([&] { kl(p.view(), bad_mean.view(), std::span<double>(out)); }, {"q.mean"});
+  EXPECT_EQ(std::count(out.begin(), out.end(), -7.0), 300) << "outputs written before the error";
+
+  std::vector<double> pairs(300 * 300, -7.0);
+  expect_invalid([&] { pairwise_kl(p.view(), q.view(), std::span<double>(pairs)); },
+                 {"[pairwise_kl] ", "distribution 299"});
+  EXPECT_EQ(std::count(pairs.begin(), pairs.end(), -7.0), 300 * 300);
+}
+
+}  // namespace
+}  // namespace gausskl::test
