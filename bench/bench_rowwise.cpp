@@ -1,0 +1,170 @@
+// Row-wise KL, out[i] = KL(p_i || q_i), for each family, float and double.
+//
+// BM_naive_diag is the floor to read the diagonal results against: the textbook formula in a
+// plain loop over rows and dimensions, single-threaded, as users write it by hand. Compare
+// BM_kl_diag at threads:1 with it at the same D (the `per_element` column, seconds per (i, h),
+// makes the ratio direct); threads:0 shows all cores.
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "gausskl/gausskl.hpp"
+
+namespace {
+
+constexpr std::int64_t kRows = 4096;
+
+template <class T>
+std::vector<T> random(std::size_t n, double lo, double hi, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(lo, hi);
+  std::vector<T> v(n);
+  for (auto& x : v)
+    x = static_cast<T>(u(rng));
+  return v;
+}
+
+// n lower-triangular d x d factors: off-diagonal entries in [-0.3, 0.3], diagonal in [0.5, 1.5].
+template <class T>
+std::vector<T> random_tril(std::int64_t n, std::int64_t d, std::uint64_t seed) {
+  std::vector<T> v = random<T>(n * d * d, -0.3, 0.3, seed);
+  const std::vector<T> diag = random<T>(n * d, 0.5, 1.5, seed + 1);
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t r = 0; r < d; ++r) {
+      for (std::int64_t c = r; c < d; ++c)
+        v[(i * d + r) * d + c] = c == r ? diag[i * d + r] : 0;
+    }
+  }
+  return v;
+}
+
+// One side of a benchmark: owned arrays, viewed as the family's Gaussians.
+template <class T>
+struct Side {
+  std::vector<T> mean, scale, diag;
+};
+
+template <class T>
+Side<T> diag_side(std::int64_t n, std::int64_t d, std::uint64_t seed) {
+  return {random<T>(n * d, -2, 2, seed), random<T>(n * d, 0.5, 2, seed + 1), {}};
+}
+
+template <class T>
+gausskl::DiagGaussians<T> diag_view(const Side<T>& s, std::int64_t n, std::int64_t d) {
+  return {gausskl::contiguous<T, 2>(s.mean.data(), {n, d}),
+          gausskl::contiguous<T, 2>(s.scale.data(), {n, d}), gausskl::DiagParam::stddev};
+}
+
+template <class T>
+void run(benchmark::State& state, const gausskl::Gaussians<T>& p, const gausskl::Gaussians<T>& q,
+         int threads) {
+  std::vector<T> out(static_cast<std::size_t>(p.n()));
+  for (auto _ : state) {
+    gausskl::kl(p, q, std::span<T>(out), gausskl::Options{.threads = threads});
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * p.n());
+}
+
+void count_elements(benchmark::State& state, std::int64_t elements) {
+  state.counters["per_element"] = benchmark::Counter(
+      static_cast<double>(elements),
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
+template <class T>
+void BM_kl_diag(benchmark::State& state) {
+  const std::int64_t d = state.range(0);
+  const Side<T> p = diag_side<T>(kRows, d, 1), q = diag_side<T>(kRows, d, 3);
+  run<T>(state, diag_view(p, kRows, d), diag_view(q, kRows, d), static_cast<int>(state.range(1)));
+  count_elements(state, kRows * d);
+}
+
+template <class T>
+void BM_naive_diag(benchmark::State& state) {
+  const std::int64_t d = state.range(0);
+  const Side<T> p = diag_side<T>(kRows, d, 1), q = diag_side<T>(kRows, d, 3);
+  std::vector<T> out(kRows);
+  for (auto _ : state) {
+    for (std::int64_t i = 0; i < kRows; ++i) {
+      T sum = 0;
+      for (std::int64_t h = 0; h < d; ++h) {
+        const std::size_t k = i * d + h;
+        const T vp = p.scale[k] * p.scale[k], vq = q.scale[k] * q.scale[k];
+        const T diff = p.mean[k] - q.mean[k];
+        sum += (vp + diff * diff) / vq - 1 - std::log(vp) + std::log(vq);
+      }
+      out[i] = sum / 2;
+    }
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * kRows);
+  count_elements(state, kRows * d);
+}
+
+template <class T>
+void BM_kl_full(benchmark::State& state) {
+  const std::int64_t n = state.range(0), d = state.range(1);
+  const std::vector<T> mp = random<T>(n * d, -2, 2, 1), mq = random<T>(n * d, -2, 2, 2);
+  const std::vector<T> lp = random_tril<T>(n, d, 3), lq = random_tril<T>(n, d, 5);
+  const auto view = [&](const std::vector<T>& mean, const std::vector<T>& tril) {
+    return gausskl::FullGaussians<T>{gausskl::contiguous<T, 2>(mean.data(), {n, d}),
+                                     gausskl::contiguous<T, 3>(tril.data(), {n, d, d}),
+                                     gausskl::FullParam::scale_tril};
+  };
+  run<T>(state, view(mp, lp), view(mq, lq), 1);
+}
+
+template <class T>
+void BM_kl_lowrank(benchmark::State& state) {
+  const std::int64_t d = state.range(0), r = state.range(1);
+  const auto side = [&](std::uint64_t seed) {
+    return Side<T>{random<T>(kRows * d, -2, 2, seed), random<T>(kRows * d * r, -0.5, 0.5, seed + 1),
+                   random<T>(kRows * d, 0.5, 1.5, seed + 2)};
+  };
+  const Side<T> p = side(1), q = side(4);
+  const auto view = [&](const Side<T>& s) {
+    return gausskl::LowRankGaussians<T>{gausskl::contiguous<T, 2>(s.mean.data(), {kRows, d}),
+                                        gausskl::contiguous<T, 3>(s.scale.data(), {kRows, d, r}),
+                                        gausskl::contiguous<T, 2>(s.diag.data(), {kRows, d})};
+  };
+  run<T>(state, view(p), view(q), 1);
+}
+
+// Real time, not CPU time: with threads:0 the work runs on threads the CPU timer does not see.
+void naive_args(benchmark::internal::Benchmark* b) {
+  b->ArgName("D")->Arg(64)->Arg(256)->Arg(1024)->UseRealTime();
+}
+
+void diag_args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"D", "threads"})->UseRealTime();
+  for (int d : {64, 256, 1024}) {
+    for (int threads : {1, 0})
+      b->Args({d, threads});
+  }
+}
+
+void full_args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"N", "D"})->Args({5, 3})->Args({kRows, 32})->UseRealTime();
+}
+
+void lowrank_args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"D", "R"})->Args({256, 8})->UseRealTime();
+}
+
+}  // namespace
+
+BENCHMARK_TEMPLATE(BM_naive_diag, float)->Apply(naive_args);
+BENCHMARK_TEMPLATE(BM_naive_diag, double)->Apply(naive_args);
+BENCHMARK_TEMPLATE(BM_kl_diag, float)->Apply(diag_args);
+BENCHMARK_TEMPLATE(BM_kl_diag, double)->Apply(diag_args);
+BENCHMARK_TEMPLATE(BM_kl_full, float)->Apply(full_args);
+BENCHMARK_TEMPLATE(BM_kl_full, double)->Apply(full_args);
+BENCHMARK_TEMPLATE(BM_kl_lowrank, float)->Apply(lowrank_args);
+BENCHMARK_TEMPLATE(BM_kl_lowrank, double)->Apply(lowrank_args);
