@@ -120,7 +120,7 @@ Batch<T>::Batch(const Side& side) {
     if (s.size() != rank) {
       fail(side.name + "." + n + " has shape " + shape_text(side.arrays.at(n).shape) + " but " +
            side.name + ".mean has shape " + shape_text(mean.shape) + "; expected " +
-           std::to_string(rank - (single ? 1 : 0)) + " dimensions");
+           std::to_string(rank - (single ? 1 : 0)) + "-D");
     }
     return s;
   };

@@ -32,7 +32,7 @@ void add_common(CLI::App* cmd, Args& args, const char* out_help) {
                   "else float32)")
       ->check(CLI::IsMember({"float32", "float64"}));
   cmd->add_option("--threads", args.threads, "worker threads (default 0: all cores)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 4096));
 }
 
 int usage_error(const std::string& message) {

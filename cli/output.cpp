@@ -53,8 +53,8 @@ Output::Output(const std::string& path, const std::vector<Format>& allowed) : pa
       return;
     }
   }
-  throw std::invalid_argument("[write] " + path + ": unknown output extension; use " + names +
-                              " or - for CSV on stdout");
+  throw std::invalid_argument("[write] " + path + ": this command writes " + names +
+                              " files, or - for CSV on stdout");
 }
 
 std::FILE* Output::file() {
