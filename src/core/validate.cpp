@@ -121,7 +121,8 @@ void check_variance(const char* op, const std::string& name, DiagParam p, T x, W
   }
   const double v = implied_variance(p, static_cast<double>(x));
   if (!(v >= kMinVariance && v <= kMaxVariance)) {
-    fail(op, name + " gives a variance outside [1e-300, 1e300], found " + show(x) + " at " + where());
+    fail(op,
+         name + " gives a variance outside [1e-300, 1e300], found " + show(x) + " at " + where());
   }
 }
 
