@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(g++ make libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev zlib1g-dev
+APT_PACKAGES=(g++ make libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev zlib1g-dev libhwy-dev
               clang-format)
 PIP_PACKAGES=(cmake ninja numpy pytest mpmath)
 
