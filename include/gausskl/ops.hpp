@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 
 #include "gausskl/export.hpp"
@@ -55,9 +56,25 @@ GAUSSKL_API void pairwise_kl(const Gaussians<double>& p, std::span<double> out,
 GAUSSKL_API void pairwise_kl(const Gaussians<double>& p, std::span<float> out,
                              const Options& options = {});
 
+// All pairs, streamed: sink(first_row, rows, block) is called for consecutive blocks of rows of
+// the [N, M] matrix, in order, block row-major [rows, M], so the matrix never has to be held
+// whole (block size from options.memory_budget). q == nullptr means q = p. An exception thrown
+// by sink stops the computation and propagates.
+template <class U>
+using RowSink = std::function<void(std::int64_t first_row, std::int64_t rows, std::span<const U>)>;
+GAUSSKL_API void pairwise_kl_rows(const Gaussians<float>& p, const Gaussians<float>* q,
+                                  const RowSink<float>& sink, const Options& options = {});
+GAUSSKL_API void pairwise_kl_rows(const Gaussians<float>& p, const Gaussians<float>* q,
+                                  const RowSink<double>& sink, const Options& options = {});
+GAUSSKL_API void pairwise_kl_rows(const Gaussians<double>& p, const Gaussians<double>* q,
+                                  const RowSink<double>& sink, const Options& options = {});
+GAUSSKL_API void pairwise_kl_rows(const Gaussians<double>& p, const Gaussians<double>* q,
+                                  const RowSink<float>& sink, const Options& options = {});
+
 // Nearest neighbours by KL: for each p_i, the k smallest KL(p_i || q_j), ascending, ties broken
 // by the lower j. indices and values are row-major [N, k]. 1 <= k <= M (M - 1 with
-// options.exclude_self). Without q, q = p.
+// options.exclude_self). Without q, q = p. Rows are streamed in blocks; the [N, M] matrix is
+// never held, and the candidates are re-scored exactly before the final order.
 GAUSSKL_API void knn_kl(const Gaussians<float>& p, const Gaussians<float>& q, std::int64_t k,
                         std::span<std::int64_t> indices, std::span<float> values,
                         const Options& options = {});

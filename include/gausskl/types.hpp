@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <utility>
 #include <variant>
 
@@ -103,6 +104,11 @@ struct Options {
   int threads = 0;
   // knn_kl with q = p only: leave out j == i (a distribution's own zero).
   bool exclude_self = false;
+  // Bytes of working memory for the blocks of pairwise_kl / knn_kl (0: 128 MiB). Inputs, their
+  // factored copies (about the size of the inputs in double) and outputs come on top.
+  std::int64_t memory_budget = 0;
+  // Called on the calling thread after each block of rows: (rows done, rows in all).
+  std::function<void(std::int64_t done, std::int64_t total)> progress = nullptr;
 };
 
 }  // namespace gausskl

@@ -1,12 +1,19 @@
 // The public operations: validate everything, then dispatch to the CPU backend.
 #include "gausskl/ops.hpp"
 
+#include <algorithm>
 #include <new>
+#include <optional>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include "core/error.hpp"
 #include "core/validate.hpp"
+#include "cpu/all_pairs.hpp"
 #include "cpu/backend.hpp"
+#include "cpu/knn.hpp"
+#include "cpu/parallel.hpp"
 
 namespace gausskl {
 namespace {
@@ -82,45 +89,138 @@ void kl_standard_normal_impl(const Gaussians<T>& p, std::span<U> out, const Opti
       [&] { return cpu::kl_rowwise<T, U>(p, nullptr, p.n(), out.data(), options.threads); });
 }
 
-template <class T, class U>
-void pairwise_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::span<U> out,
-                   const Options& options) {
-  const char* op = "pairwise_kl";
+// Working memory for the blocks of all-pairs operations when options.memory_budget is 0.
+constexpr std::int64_t kDefaultMemoryBudget = std::int64_t{128} << 20;
+
+// Rows per block so that a block of doubles [rows, m] fits the budget (at least one row).
+std::int64_t rows_per_block(const Options& options, std::int64_t n, std::int64_t m) {
+  const std::int64_t budget =
+      options.memory_budget > 0 ? options.memory_budget : kDefaultMemoryBudget;
+  return std::clamp<std::int64_t>(budget / (8 * std::max<std::int64_t>(m, 1)), 1,
+                                  std::max<std::int64_t>(n, 1));
+}
+
+template <class T>
+std::int64_t validate_all_pairs(const char* op, const Gaussians<T>& p, const Gaussians<T>* q,
+                                const Options& options) {
   check_options(op, options);
   detail::validate(op, "p", p);
   if (q) {
     detail::validate(op, "q", *q);
     detail::validate_same_d(op, p, *q);
   }
-  const std::int64_t m = q ? q->n() : p.n();
+  if (options.memory_budget < 0) {
+    fail(op,
+         "options.memory_budget must be >= 0 (0 = default), found " + show(options.memory_budget));
+  }
+  return q ? q->n() : p.n();
+}
+
+// Prepares the plan of an all-pairs operation, wording a failed factorization as an error.
+template <class T>
+cpu::AllPairs plan_all_pairs(const char* op, const Gaussians<T>& p, const Gaussians<T>* q,
+                             int threads) {
+  std::optional<cpu::AllPairs> plan;
+  run(op, p, q, [&] { return cpu::AllPairs::prepare(p, q, threads, plan); });
+  return std::move(*plan);
+}
+
+// After validation: blocks of rows computed and handed to sink in order.
+template <class T, class U>
+void stream_pairwise(const char* op, const Gaussians<T>& p, const Gaussians<T>* q,
+                     const RowSink<U>& sink, const Options& options) {
+  const std::int64_t n = p.n(), m = q ? q->n() : n;
+  const int threads = cpu::resolve_threads(options.threads);
+  const cpu::AllPairs plan = plan_all_pairs(op, p, q, threads);
+  const std::int64_t rows = rows_per_block(options, n, m);
+  std::vector<double> block;
+  std::vector<U> converted;
+  try {
+    block.resize(static_cast<std::size_t>(rows * m));
+    if constexpr (!std::is_same_v<U, double>) converted.resize(block.size());
+  } catch (const std::bad_alloc&) {
+    detail::fail_resource(op, "out of memory for a block of " + show(rows) + " x " + show(m) +
+                                  " results; lower options.memory_budget");
+  }
+  for (std::int64_t lo = 0; lo < n; lo += rows) {
+    const std::int64_t hi = std::min(n, lo + rows);
+    const std::size_t size = static_cast<std::size_t>((hi - lo) * m);
+    run(op, p, q, [&] {
+      plan.block(lo, hi, block.data(), threads);
+      return cpu::Failure{};
+    });
+    if constexpr (std::is_same_v<U, double>) {
+      sink(lo, hi - lo, std::span<const double>(block.data(), size));
+    } else {
+      std::transform(block.begin(), block.begin() + static_cast<std::ptrdiff_t>(size),
+                     converted.begin(), [](double x) { return static_cast<U>(x); });
+      sink(lo, hi - lo, std::span<const U>(converted.data(), size));
+    }
+    if (options.progress) options.progress(hi, n);
+  }
+}
+
+template <class T, class U>
+void pairwise_rows_impl(const Gaussians<T>& p, const Gaussians<T>* q, const RowSink<U>& sink,
+                        const Options& options) {
+  const char* op = "pairwise_kl";
+  const std::int64_t m = validate_all_pairs(op, p, q, options);
+  detail::checked_mul(op, p.n(), m, "N * M");
+  stream_pairwise<T, U>(op, p, q, sink, options);
+}
+
+template <class T, class U>
+void pairwise_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::span<U> out,
+                   const Options& options) {
+  const char* op = "pairwise_kl";
+  const std::int64_t m = validate_all_pairs(op, p, q, options);
   check_size(op, "out", out.size(), detail::checked_mul(op, p.n(), m, "N * M"));
-  run(op, p, q, [&] { return cpu::kl_pairwise(p, q, out.data(), options.threads); });
+  stream_pairwise<T, U>(
+      op, p, q,
+      [&](std::int64_t first, std::int64_t, std::span<const U> block) {
+        std::copy(block.begin(), block.end(), out.begin() + first * m);
+      },
+      options);
 }
 
 template <class T, class U>
 void knn_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t k,
               std::span<std::int64_t> indices, std::span<U> values, const Options& options) {
   const char* op = "knn_kl";
-  check_options(op, options);
-  detail::validate(op, "p", p);
-  if (q) {
-    detail::validate(op, "q", *q);
-    detail::validate_same_d(op, p, *q);
-    if (options.exclude_self) fail(op, "exclude_self needs q = p (call without q)");
-  }
-  const std::int64_t m = q ? q->n() : p.n();
+  const std::int64_t m = validate_all_pairs(op, p, q, options);
+  if (q && options.exclude_self) fail(op, "exclude_self needs q = p (call without q)");
   const std::int64_t max_k = options.exclude_self ? m - 1 : m;
   if (k < 1 || k > max_k) {
     fail(op, "k = " + show(k) + " must be between 1 and " +
                  (options.exclude_self ? "M - 1 = " : "M = ") + show(max_k));
   }
-  const std::int64_t size = detail::checked_mul(op, p.n(), k, "N * k");
+  const std::int64_t n = p.n();
+  const std::int64_t size = detail::checked_mul(op, n, k, "N * k");
   check_size(op, "indices", indices.size(), size);
   check_size(op, "values", values.size(), size);
-  run(op, p, q, [&] {
-    return cpu::kl_knn(p, q, k, options.exclude_self, indices.data(), values.data(),
-                       options.threads);
-  });
+  const int threads = cpu::resolve_threads(options.threads);
+  const cpu::AllPairs plan = plan_all_pairs(op, p, q, threads);
+  const std::int64_t rows = rows_per_block(options, n, m);
+  std::vector<double> block, best;
+  try {
+    block.resize(static_cast<std::size_t>(rows * m));
+    best.resize(static_cast<std::size_t>(rows * k));
+  } catch (const std::bad_alloc&) {
+    detail::fail_resource(op, "out of memory for a block of " + show(rows) + " x " + show(m) +
+                                  " results; lower options.memory_budget");
+  }
+  for (std::int64_t lo = 0; lo < n; lo += rows) {
+    const std::int64_t hi = std::min(n, lo + rows);
+    run(op, p, q, [&] {
+      plan.block(lo, hi, block.data(), threads);
+      cpu::knn_block(plan, lo, hi, block.data(), 0.0, k, options.exclude_self,
+                     indices.data() + lo * k, best.data(), threads);
+      return cpu::Failure{};
+    });
+    std::transform(best.begin(), best.begin() + (hi - lo) * k, values.begin() + lo * k,
+                   [](double x) { return static_cast<U>(x); });
+    if (options.progress) options.progress(hi, n);
+  }
 }
 
 }  // namespace
@@ -139,6 +239,10 @@ void knn_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t k,
   }                                                                                           \
   void pairwise_kl(const Gaussians<T>& p, std::span<U> out, const Options& options) {         \
     pairwise_impl<T, U>(p, nullptr, out, options);                                            \
+  }                                                                                           \
+  void pairwise_kl_rows(const Gaussians<T>& p, const Gaussians<T>* q, const RowSink<U>& sink, \
+                        const Options& options) {                                             \
+    pairwise_rows_impl<T, U>(p, q, sink, options);                                            \
   }                                                                                           \
   void knn_kl(const Gaussians<T>& p, const Gaussians<T>& q, std::int64_t k,                   \
               std::span<std::int64_t> indices, std::span<U> values, const Options& options) { \

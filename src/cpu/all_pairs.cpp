@@ -1,6 +1,9 @@
 #include "cpu/all_pairs.hpp"
 
+#include <vector>
+
 #include "cpu/kl_pair.hpp"
+#include "cpu/parallel.hpp"
 #include "cpu/prepare.hpp"
 
 namespace gausskl::cpu {
@@ -30,11 +33,27 @@ Failure AllPairs::prepare(const Gaussians<T>& p, const Gaussians<T>* q, int thre
   return {};
 }
 
-void AllPairs::row(std::int64_t i, double* out, double* scratch) const {
+double AllPairs::exact(std::int64_t i, std::int64_t j, double* scratch) const {
+  if (!p_ && i == j) return 0;  // KL(p_i || p_i) = 0 by definition, whatever round-off says
   const Prepared pi = p_ ? p_->get(i) : q_.get(i);
-  for (std::int64_t j = 0; j < m_; ++j)
-    out[j] = 0.5 * two_kl(pi, q_.get(j), scratch);
-  if (!p_) out[i] = 0;  // KL(p_i || p_i) = 0 by definition, whatever round-off says
+  return 0.5 * two_kl(pi, q_.get(j), scratch);
+}
+
+void AllPairs::block(std::int64_t lo, std::int64_t hi, double* out, int threads) const {
+  const std::int64_t rows = hi - lo, m = m_;
+  std::vector<double> scratch(static_cast<std::size_t>(threads * scratch_size_));
+  // Split rows over the workers; with fewer rows than workers (one query against a large q),
+  // split each row's columns instead.
+  const bool by_rows = rows >= threads;
+  const std::int64_t units = by_rows ? rows : m;
+  parallel_for(units, threads, [&](int w, std::int64_t a, std::int64_t b) {
+    double* s = scratch.data() + w * scratch_size_;
+    for (std::int64_t i = by_rows ? lo + a : lo; i < (by_rows ? lo + b : hi); ++i) {
+      double* row = out + (i - lo) * m;
+      for (std::int64_t j = by_rows ? 0 : a; j < (by_rows ? m : b); ++j)
+        row[j] = exact(i, j, s);
+    }
+  });
 }
 
 template Failure AllPairs::prepare<float>(const Gaussians<float>&, const Gaussians<float>*, int,

@@ -1,5 +1,5 @@
-// Shared set-up of the all-pairs operations (pairwise, knn): every q prepared once, every p
-// prepared once, then any row i of KL(p_i || q_j) computed on demand.
+// The plan of an all-pairs operation (pairwise, knn): every q prepared once, every p prepared
+// once, then any block of rows of KL(p_i || q_j) computed on demand.
 #pragma once
 
 #include <cstdint>
@@ -19,9 +19,15 @@ class AllPairs {
 
   std::int64_t rows() const { return n_; }
   std::int64_t cols() const { return m_; }
+  bool self() const { return !p_; }
+
+  // out[(i - lo) * cols() + j] = KL(p_i || q_j) for lo <= i < hi, every j, on `threads`
+  // threads; exactly 0 at j == i when q = p.
+  void block(std::int64_t lo, std::int64_t hi, double* out, int threads) const;
+
+  // KL(p_i || q_j) by the exact pair formula (kl_pair.hpp).
+  double exact(std::int64_t i, std::int64_t j, double* scratch) const;
   std::int64_t scratch_size() const { return scratch_size_; }
-  // out[j] = KL(p_i || q_j) for every j < cols(); exactly 0 at j == i when q = p.
-  void row(std::int64_t i, double* out, double* scratch) const;
 
  private:
   AllPairs(PreparedBatch q, std::optional<PreparedBatch> p, std::int64_t n, std::int64_t m);

@@ -24,14 +24,7 @@ template <class T, class U>
 Failure kl_rowwise(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t n, U* out,
                    int threads);
 
-// out[i * M + j] = KL(p_i || q_j); q == nullptr means q = p, with an exact zero diagonal.
-template <class T, class U>
-Failure kl_pairwise(const Gaussians<T>& p, const Gaussians<T>* q, U* out, int threads);
-
-// The k smallest KL(p_i || q_j) per row, ascending, ties to the lower j; q == nullptr means
-// q = p, and then exclude_self leaves out j == i.
-template <class T, class U>
-Failure kl_knn(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t k, bool exclude_self,
-               std::int64_t* indices, U* values, int threads);
+// All-pairs operations (pairwise_kl, knn_kl) plan with AllPairs (all_pairs.hpp) and select
+// neighbours with knn_block (knn.hpp).
 
 }  // namespace gausskl::cpu

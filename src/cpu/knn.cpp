@@ -1,53 +1,55 @@
+#include "cpu/knn.hpp"
+
 #include <algorithm>
+#include <cmath>
 #include <numeric>
-#include <optional>
 #include <vector>
 
-#include "cpu/all_pairs.hpp"
-#include "cpu/backend.hpp"
 #include "cpu/parallel.hpp"
+#include "cpu/topk.hpp"
 
 namespace gausskl::cpu {
 
-template <class T, class U>
-Failure kl_knn(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t k, bool exclude_self,
-               std::int64_t* indices, U* values, int threads) {
-  threads = resolve_threads(threads);
-  std::optional<AllPairs> pairs;
-  if (Failure f = AllPairs::prepare(p, q, threads, pairs); f.side) return f;
-  const std::int64_t m = pairs->cols();
-  const std::int64_t per_worker = m + pairs->scratch_size();
-  std::vector<double> scratch(static_cast<std::size_t>(threads * per_worker));
+void knn_block(const AllPairs& plan, std::int64_t lo, std::int64_t hi, const double* block,
+               double tolerance, std::int64_t k, bool exclude_self, std::int64_t* indices,
+               double* values, int threads) {
+  const std::int64_t m = plan.cols();
+  const std::int64_t per_worker = m + plan.scratch_size();
   std::vector<std::int64_t> order(static_cast<std::size_t>(threads * m));
-  parallel_for(pairs->rows(), threads, [&](int w, std::int64_t lo, std::int64_t hi) {
-    double* row = scratch.data() + w * per_worker;
+  std::vector<double> work(static_cast<std::size_t>(threads * per_worker));
+  parallel_for(hi - lo, threads, [&](int w, std::int64_t a, std::int64_t b) {
     std::int64_t* idx = order.data() + w * m;
-    for (std::int64_t i = lo; i < hi; ++i) {
-      pairs->row(i, row, row + m);
+    double* exact = work.data() + w * per_worker;
+    double* scratch = exact + m;
+    for (std::int64_t i = lo + a; i < lo + b; ++i) {
+      const double* row = block + (i - lo) * m;
       std::iota(idx, idx + m, std::int64_t{0});
-      std::int64_t* end = idx + m;
-      if (exclude_self) end = std::remove(idx, end, i);
-      // Compare by (value, index): the order is total, so ties go to the lower index and the
-      // result does not depend on the sort algorithm.
-      std::partial_sort(idx, idx + k, end, [row](std::int64_t a, std::int64_t b) {
-        return row[a] < row[b] || (row[a] == row[b] && a < b);
-      });
+      std::int64_t count = m;
+      if (exclude_self) count = std::remove(idx, idx + m, i) - idx;
+      smallest_k(row, idx, count, k);
+      std::int64_t candidates = k;
+      const double* ranked = row;
+      if (tolerance > 0) {
+        // Every j whose value could still be below the k-th once errors are counted, re-scored
+        // exactly: the true k smallest are among them.
+        const double kth = row[idx[k - 1]];
+        const double limit = kth + tolerance * (std::abs(kth) + 1);
+        candidates = std::partition(idx + k, idx + count,
+                                    [&](std::int64_t j) {
+                                      return row[j] - tolerance * (std::abs(row[j]) + 1) <= limit;
+                                    }) -
+                     idx;
+        for (std::int64_t c = 0; c < candidates; ++c)
+          exact[idx[c]] = plan.exact(i, idx[c], scratch);
+        smallest_k(exact, idx, candidates, k);
+        ranked = exact;
+      }
       for (std::int64_t r = 0; r < k; ++r) {
-        indices[i * k + r] = idx[r];
-        values[i * k + r] = static_cast<U>(row[idx[r]]);
+        indices[(i - lo) * k + r] = idx[r];
+        values[(i - lo) * k + r] = ranked[idx[r]];
       }
     }
   });
-  return {};
 }
-
-#define GAUSSKL_INSTANTIATE(T, U)                                                             \
-  template Failure kl_knn<T, U>(const Gaussians<T>&, const Gaussians<T>*, std::int64_t, bool, \
-                                std::int64_t*, U*, int);
-GAUSSKL_INSTANTIATE(float, float)
-GAUSSKL_INSTANTIATE(float, double)
-GAUSSKL_INSTANTIATE(double, float)
-GAUSSKL_INSTANTIATE(double, double)
-#undef GAUSSKL_INSTANTIATE
 
 }  // namespace gausskl::cpu

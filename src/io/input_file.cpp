@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <stdexcept>
 #include <utility>
 
@@ -36,9 +37,14 @@ InputFile::~InputFile() {
   ::close(fd_);
 }
 
-void InputFile::read_at(std::uint64_t offset, std::span<std::byte> out) const {
-  if (offset > size_ || out.size() > size_ - offset)
-    throw_read_error(path_, "unexpected end of file");
+void RandomAccessInput::read_at(std::uint64_t offset, std::span<std::byte> out) const {
+  if (offset > size() || out.size() > size() - offset) {
+    throw_read_error(path(), "unexpected end of file");
+  }
+  read_inside(offset, out);
+}
+
+void InputFile::read_inside(std::uint64_t offset, std::span<std::byte> out) const {
   // pread may return fewer bytes than asked (signals, very large requests): loop.
   constexpr std::size_t kMaxChunk = std::size_t{1} << 30;
   std::size_t done = 0;
@@ -54,6 +60,10 @@ void InputFile::read_at(std::uint64_t offset, std::span<std::byte> out) const {
       throw std::runtime_error("[read] " + path_ + ": the file changed while being read");
     done += static_cast<std::size_t>(got);
   }
+}
+
+void MemoryInput::read_inside(std::uint64_t offset, std::span<std::byte> out) const {
+  if (!out.empty()) std::memcpy(out.data(), bytes_.data() + offset, out.size());
 }
 
 }  // namespace gausskl::io

@@ -19,6 +19,10 @@ namespace gausskl::io {
 // are an error. Errors as for read_npy ("[read] path: entry 'x.npy': what").
 std::vector<std::pair<std::string, Array>> read_npz(const std::string& path);
 
+// Reads an archive held in memory; `where` names it in error messages.
+std::vector<std::pair<std::string, Array>> parse_npz(std::span<const std::byte> bytes,
+                                                     const std::string& where);
+
 struct NpzEntry {
   std::string name;  // without ".npy"
   DType dtype;

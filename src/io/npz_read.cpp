@@ -16,10 +16,8 @@ std::string entry_where(const std::string& path, const ZipEntry& entry) {
   return path + ": entry " + quote_for_message(entry.name);
 }
 
-}  // namespace
-
-std::vector<std::pair<std::string, Array>> read_npz(const std::string& path) {
-  const InputFile file(path);
+std::vector<std::pair<std::string, Array>> read_archive(const RandomAccessInput& file) {
+  const std::string& path = file.path();
   const ZipDirectory directory = read_zip_directory(file);
 
   // Check every name before reading any data, so a bad archive fails fast and cheaply.
@@ -45,6 +43,17 @@ std::vector<std::pair<std::string, Array>> read_npz(const std::string& path) {
     arrays.emplace_back(entry.name.substr(0, entry.name.size() - kSuffix.size()), std::move(array));
   }
   return arrays;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, Array>> read_npz(const std::string& path) {
+  return read_archive(InputFile(path));
+}
+
+std::vector<std::pair<std::string, Array>> parse_npz(std::span<const std::byte> bytes,
+                                                     const std::string& where) {
+  return read_archive(MemoryInput(bytes, where));
 }
 
 }  // namespace gausskl::io

@@ -19,7 +19,7 @@ struct EndRecord {
   std::uint64_t directory_limit = 0;  // the directory must end at or before this offset
 };
 
-std::vector<std::byte> read_bytes(const InputFile& file, std::uint64_t offset, std::size_t size) {
+std::vector<std::byte> read_bytes(const RandomAccessInput& file, std::uint64_t offset, std::size_t size) {
   std::vector<std::byte> bytes(size);
   file.read_at(offset, bytes);
   return bytes;
@@ -27,7 +27,7 @@ std::vector<std::byte> read_bytes(const InputFile& file, std::uint64_t offset, s
 
 // Zip64 end record: the 64-bit counts and directory position that replace the saturated
 // fields of the classic record.
-void read_zip64_end(const InputFile& file, std::uint64_t locator_offset, EndRecord& end) {
+void read_zip64_end(const RandomAccessInput& file, std::uint64_t locator_offset, EndRecord& end) {
   const std::string& where = file.path();
   const auto locator = read_bytes(file, locator_offset, zip::kZip64LocatorSize);
   ByteReader in_locator(locator, where, "Zip64 locator is truncated");
@@ -56,7 +56,7 @@ void read_zip64_end(const InputFile& file, std::uint64_t locator_offset, EndReco
   }
 }
 
-EndRecord read_end_record(const InputFile& file) {
+EndRecord read_end_record(const RandomAccessInput& file) {
   const std::string& where = file.path();
   constexpr const char* kNotZip =
       "not a zip archive (no end of central directory record; truncated?)";
@@ -152,7 +152,7 @@ ZipEntry read_directory_entry(ByteReader& in, const std::string& path) {
 
 }  // namespace
 
-ZipDirectory read_zip_directory(const InputFile& file) {
+ZipDirectory read_zip_directory(const RandomAccessInput& file) {
   const std::string& where = file.path();
   const EndRecord end = read_end_record(file);
   if (end.directory_offset > end.directory_limit ||
@@ -176,7 +176,7 @@ ZipDirectory read_zip_directory(const InputFile& file) {
   return result;
 }
 
-std::uint64_t zip_entry_data_offset(const InputFile& file, const ZipDirectory& directory,
+std::uint64_t zip_entry_data_offset(const RandomAccessInput& file, const ZipDirectory& directory,
                                     const ZipEntry& entry, const std::string& where) {
   const std::uint64_t offset = entry.local_header_offset;
   if (offset > directory.offset || directory.offset - offset < zip::kLocalHeaderSize) {

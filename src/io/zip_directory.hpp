@@ -28,11 +28,11 @@ struct ZipDirectory {
 // records when present and reads every directory entry, taking sizes and offsets from Zip64
 // extra fields where the 32-bit fields are saturated. Throws std::invalid_argument
 // ("[read] path: ...") for anything malformed or pointing outside the file.
-ZipDirectory read_zip_directory(const InputFile& file);
+ZipDirectory read_zip_directory(const RandomAccessInput& file);
 
 // The offset of the entry's data, found through its local header, which must name the same
 // entry. Checks that the data lies before the directory. `where` names the entry in errors.
-std::uint64_t zip_entry_data_offset(const InputFile& file, const ZipDirectory& directory,
+std::uint64_t zip_entry_data_offset(const RandomAccessInput& file, const ZipDirectory& directory,
                                     const ZipEntry& entry, const std::string& where);
 
 }  // namespace gausskl::io

@@ -24,7 +24,7 @@ std::string hex32(std::uint32_t value) {
 
 }  // namespace
 
-ZipEntrySource::ZipEntrySource(const InputFile& file, const ZipEntry& entry,
+ZipEntrySource::ZipEntrySource(const RandomAccessInput& file, const ZipEntry& entry,
                                std::uint64_t data_offset, std::string where)
     : file_(file), entry_(entry), data_offset_(data_offset), where_(std::move(where)) {
   if (entry_.flags & zip::kFlagEncrypted) fail("encrypted entries are not supported");

@@ -20,7 +20,7 @@ class ZipEntrySource final : public ByteSource {
   // Rejects encrypted entries, methods other than stored and deflate, and size claims the
   // method cannot produce, before anything is read. `data_offset` comes from
   // zip_entry_data_offset(); `where` names the entry in errors.
-  ZipEntrySource(const InputFile& file, const ZipEntry& entry, std::uint64_t data_offset,
+  ZipEntrySource(const RandomAccessInput& file, const ZipEntry& entry, std::uint64_t data_offset,
                  std::string where);
   ZipEntrySource(const ZipEntrySource&) = delete;
   ZipEntrySource& operator=(const ZipEntrySource&) = delete;
@@ -38,7 +38,7 @@ class ZipEntrySource final : public ByteSource {
   void refill();
   std::size_t inflate_some(std::byte* out, std::size_t size);
 
-  const InputFile& file_;
+  const RandomAccessInput& file_;
   ZipEntry entry_;
   std::uint64_t data_offset_;
   std::string where_;
