@@ -7,7 +7,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS := -G Ninja -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: deps build demo test test-release test-asan format format-check bench clean
+.PHONY: deps build python demo test test-release test-asan format format-check bench clean
 
 deps:
 	@scripts/install_deps.sh
@@ -17,18 +17,24 @@ build: deps
 	@$(CMAKE) -S . -B build $(CMAKE_FLAGS) -DGAUSSKL_WERROR=ON >/dev/null
 	@$(CMAKE) --build build -j $(JOBS)
 
-demo: build
+# The Python package into .venv (scikit-build-core + nanobind, the same CMake project).
+python: deps
+	@SKBUILD_BUILD_DIR=build-python $(PY) -m pip install -q --no-build-isolation .
+
+demo: build python
 	@$(PY) scripts/demo.py --cli build/gausskl --workdir demo-data
 
 # Everything: format check, Release build with warnings as errors (ctest + CLI pytest), then
 # the same suites under AddressSanitizer + UndefinedBehaviorSanitizer.
 test: deps format-check test-release test-asan
 
-test-release: build
+test-release: build python
 	@echo "== ctest (Release)"
 	@cd build && ctest --output-on-failure -j $(JOBS)
 	@echo "== pytest: CLI (Release)"
 	@GAUSSKL_CLI=$(CURDIR)/build/gausskl $(PY) -m pytest -q tests/cli
+	@echo "== pytest: Python package"
+	@$(PY) -m pytest -q tests/python
 
 test-asan: deps
 	@$(CMAKE) -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -52,4 +58,4 @@ bench: deps
 	@build/bench/gausskl_bench_rowwise --benchmark_counters_tabular=true
 
 clean:
-	rm -rf build build-asan demo-data
+	rm -rf build build-asan build-python demo-data

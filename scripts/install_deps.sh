@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(g++ make libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev zlib1g-dev libhwy-dev
               clang-format)
-PIP_PACKAGES=(cmake ninja numpy pytest mpmath)
+PIP_PACKAGES=(cmake ninja numpy pytest mpmath scikit-build-core nanobind)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
@@ -32,4 +32,12 @@ PY
 then
   echo "install_deps: pip install ${PIP_PACKAGES[*]}"
   .venv/bin/python -m pip install -q "${PIP_PACKAGES[@]}"
+fi
+
+# PyTorch CPU for the Python package's tests: exactly 2.13.0, which pip takes from a file on
+# this kind of machine; any other version pulls a CUDA build of several GB.
+if ! .venv/bin/python -c "import sys, torch; sys.exit(torch.__version__.split('+')[0] != '2.13.0')" \
+    2>/dev/null; then
+  echo "install_deps: pip install torch==2.13.0"
+  .venv/bin/python -m pip install -q torch==2.13.0
 fi

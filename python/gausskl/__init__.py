@@ -1,0 +1,57 @@
+"""gausskl: KL divergences between Gaussian distributions, in nats, exactly as the math says.
+
+Batches of Gaussians (NumPy arrays, PyTorch tensors, or any DLPack array)::
+
+    import gausskl as gk
+    p = gk.DiagGaussian(mu, std=std)              # or var=, logvar=, precision=; mu [N, D]
+    f = gk.FullGaussian(mu, scale_tril=L)         # or covariance=, precision_matrix=; [N, D, D]
+    r = gk.LowRankGaussian(mu, cov_factor=W, cov_diag=d)   # W [N, D, R], d [N, D]
+
+Operations (any family against any family)::
+
+    gk.kl(p, q)                     # [N]     KL(p_i || q_i), N = 1 broadcasts
+    gk.kl_standard_normal(p)        # [N]     KL(p_i || N(0, I))
+    gk.pairwise_kl(p, q=None)       # [N, M]  KL(p_i || q_j); q = p without q
+    gk.knn_kl(p, q=None, k=10)      # ([N, k] indices, [N, k] KL), the k smallest per row
+    gk.from_torch(dist)             # torch.distributions Normal, Independent(Normal, 1),
+                                    # MultivariateNormal, LowRankMultivariateNormal
+
+The forum's pairwise KL of diagonal Gaussians (``mu, std: [B, H]``), as one line::
+
+    kl = gk.pairwise_kl(gk.DiagGaussian(mu, std=std))       # [B, B], no [B, B, H]
+
+A VAE loss (torch; the encoder gives ``mu, logvar: [B, D]``; gradients flow)::
+
+    loss = recon + gk.kl_standard_normal(gk.DiagGaussian(mu, logvar=logvar)).sum()
+
+Retrieval, the 10 nearest Gaussians by KL of each query::
+
+    idx, dist = gk.knn_kl(gk.DiagGaussian(q_mu, std=q_std),
+                          gk.DiagGaussian(db_mu, std=db_std), k=10)
+
+Results come back in the caller's framework (torch in, torch out; NumPy in, NumPy out), in
+float32 when every input is float32 and float64 otherwise; arithmetic is in float64. Bad input
+raises ValueError naming the operation, array, index and rule, e.g.
+``[kl] p.scale (std) must be positive and finite, found -0.5 at row 17, column 3``.
+Tensors with ``requires_grad`` get gradients; CUDA and MPS tensors are computed with the same
+algorithms in torch operations.
+"""
+
+from gausskl._distributions import DiagGaussian, FullGaussian, Gaussian, LowRankGaussian
+from gausskl._ext import version as _library_version
+from gausskl._from_torch import from_torch
+from gausskl._ops import kl, kl_standard_normal, knn_kl, pairwise_kl
+
+__version__ = _library_version()
+
+__all__ = [
+    "DiagGaussian",
+    "FullGaussian",
+    "Gaussian",
+    "LowRankGaussian",
+    "from_torch",
+    "kl",
+    "kl_standard_normal",
+    "knn_kl",
+    "pairwise_kl",
+]

@@ -1,0 +1,93 @@
+# Type stubs of the public API (see __init__.py for the docs).
+from typing import Any, Optional, Tuple, Union
+
+import numpy as np
+import numpy.typing as npt
+
+# NumPy arrays, torch tensors, any DLPack array, or nested sequences of numbers.
+ArrayLike = Union[npt.ArrayLike, Any]
+# NumPy in, NumPy out; torch in, torch out (torch.Tensor when torch is installed).
+Array = Union[np.ndarray, Any]
+# A gausskl batch, or a torch.distributions Normal, Independent(Normal, 1),
+# MultivariateNormal or LowRankMultivariateNormal.
+GaussianLike = Union["Gaussian", Any]
+
+__version__: str
+
+class Gaussian:
+    family: str
+    param: str
+    @property
+    def mean(self) -> Array: ...
+    @property
+    def arrays(self) -> dict[str, Array]: ...
+    @property
+    def n(self) -> int: ...
+    @property
+    def d(self) -> int: ...
+    @property
+    def dtype(self) -> str: ...
+    @property
+    def is_torch(self) -> bool: ...
+    @property
+    def device(self) -> str: ...
+    @property
+    def requires_grad(self) -> bool: ...
+
+class DiagGaussian(Gaussian):
+    def __init__(
+        self,
+        mean: ArrayLike,
+        *,
+        std: Optional[ArrayLike] = None,
+        var: Optional[ArrayLike] = None,
+        logvar: Optional[ArrayLike] = None,
+        precision: Optional[ArrayLike] = None,
+    ) -> None: ...
+    @property
+    def scale(self) -> Array: ...
+
+class FullGaussian(Gaussian):
+    def __init__(
+        self,
+        mean: ArrayLike,
+        *,
+        scale_tril: Optional[ArrayLike] = None,
+        covariance: Optional[ArrayLike] = None,
+        precision_matrix: Optional[ArrayLike] = None,
+    ) -> None: ...
+    @property
+    def scale(self) -> Array: ...
+
+class LowRankGaussian(Gaussian):
+    def __init__(self, mean: ArrayLike, *, cov_factor: ArrayLike, cov_diag: ArrayLike) -> None: ...
+    @property
+    def cov_factor(self) -> Array: ...
+    @property
+    def cov_diag(self) -> Array: ...
+    @property
+    def rank(self) -> int: ...
+
+def from_torch(dist: Any) -> Gaussian: ...
+def kl(
+    p: GaussianLike, q: GaussianLike, *, threads: int = 0, torch_path: Optional[bool] = None
+) -> Array: ...
+def kl_standard_normal(
+    p: GaussianLike, *, threads: int = 0, torch_path: Optional[bool] = None
+) -> Array: ...
+def pairwise_kl(
+    p: GaussianLike,
+    q: Optional[GaussianLike] = None,
+    *,
+    threads: int = 0,
+    torch_path: Optional[bool] = None,
+) -> Array: ...
+def knn_kl(
+    p: GaussianLike,
+    q: Optional[GaussianLike] = None,
+    *,
+    k: int,
+    exclude_self: bool = False,
+    threads: int = 0,
+    torch_path: Optional[bool] = None,
+) -> Tuple[Array, Array]: ...

@@ -1,0 +1,81 @@
+"""
+gausskl C++ library bindings; use the gausskl package, not this module.
+"""
+
+from typing import Annotated, overload
+
+import numpy
+from numpy.typing import NDArray
+
+
+def version() -> str:
+    """The linked C++ library's version."""
+
+class Batch:
+    """Views of the caller's arrays as one batch of Gaussians (no copy)."""
+
+    @overload
+    @staticmethod
+    def diag(mean: Annotated[NDArray[numpy.float32], dict(shape=(None, None), device='cpu', writable=False)], scale: Annotated[NDArray[numpy.float32], dict(shape=(None, None), device='cpu', writable=False)], param: str) -> Batch: ...
+
+    @overload
+    @staticmethod
+    def diag(mean: Annotated[NDArray[numpy.float64], dict(shape=(None, None), device='cpu', writable=False)], scale: Annotated[NDArray[numpy.float64], dict(shape=(None, None), device='cpu', writable=False)], param: str) -> Batch: ...
+
+    @overload
+    @staticmethod
+    def full(mean: Annotated[NDArray[numpy.float32], dict(shape=(None, None), device='cpu', writable=False)], scale: Annotated[NDArray[numpy.float32], dict(shape=(None, None, None), device='cpu', writable=False)], param: str) -> Batch: ...
+
+    @overload
+    @staticmethod
+    def full(mean: Annotated[NDArray[numpy.float64], dict(shape=(None, None), device='cpu', writable=False)], scale: Annotated[NDArray[numpy.float64], dict(shape=(None, None, None), device='cpu', writable=False)], param: str) -> Batch: ...
+
+    @overload
+    @staticmethod
+    def low_rank(mean: Annotated[NDArray[numpy.float32], dict(shape=(None, None), device='cpu', writable=False)], cov_factor: Annotated[NDArray[numpy.float32], dict(shape=(None, None, None), device='cpu', writable=False)], cov_diag: Annotated[NDArray[numpy.float32], dict(shape=(None, None), device='cpu', writable=False)]) -> Batch: ...
+
+    @overload
+    @staticmethod
+    def low_rank(mean: Annotated[NDArray[numpy.float64], dict(shape=(None, None), device='cpu', writable=False)], cov_factor: Annotated[NDArray[numpy.float64], dict(shape=(None, None, None), device='cpu', writable=False)], cov_diag: Annotated[NDArray[numpy.float64], dict(shape=(None, None), device='cpu', writable=False)]) -> Batch: ...
+
+    @property
+    def family(self) -> str: ...
+
+    @property
+    def n(self) -> int: ...
+
+    @property
+    def d(self) -> int: ...
+
+    @property
+    def is_double(self) -> bool: ...
+
+    def addresses(self) -> list[int]: ...
+
+@overload
+def kl(p: Batch, q: Batch, out: Annotated[NDArray[numpy.float32], dict(shape=(None,), order='C', device='cpu')], threads: int = 0) -> None: ...
+
+@overload
+def kl(p: Batch, q: Batch, out: Annotated[NDArray[numpy.float64], dict(shape=(None,), order='C', device='cpu')], threads: int = 0) -> None:
+    """out[i] = KL(p_i || q_i); N = 1 on either side broadcasts."""
+
+@overload
+def kl_standard_normal(p: Batch, out: Annotated[NDArray[numpy.float32], dict(shape=(None,), order='C', device='cpu')], threads: int = 0) -> None: ...
+
+@overload
+def kl_standard_normal(p: Batch, out: Annotated[NDArray[numpy.float64], dict(shape=(None,), order='C', device='cpu')], threads: int = 0) -> None:
+    """out[i] = KL(p_i || N(0, I))."""
+
+@overload
+def pairwise_kl(p: Batch, q: Batch | None, out: Annotated[NDArray[numpy.float32], dict(shape=(None, None), order='C', device='cpu')], threads: int = 0) -> None: ...
+
+@overload
+def pairwise_kl(p: Batch, q: Batch | None, out: Annotated[NDArray[numpy.float64], dict(shape=(None, None), order='C', device='cpu')], threads: int = 0) -> None:
+    """out[i, j] = KL(p_i || q_j); q = None means q = p."""
+
+@overload
+def knn_kl(p: Batch, q: Batch | None, k: int, indices: Annotated[NDArray[numpy.int64], dict(shape=(None, None), order='C', device='cpu')], values: Annotated[NDArray[numpy.float32], dict(shape=(None, None), order='C', device='cpu')], exclude_self: bool = False, threads: int = 0) -> None: ...
+
+@overload
+def knn_kl(p: Batch, q: Batch | None, k: int, indices: Annotated[NDArray[numpy.int64], dict(shape=(None, None), order='C', device='cpu')], values: Annotated[NDArray[numpy.float64], dict(shape=(None, None), order='C', device='cpu')], exclude_self: bool = False, threads: int = 0) -> None:
+    """The k smallest KL(p_i || q_j) per i, ascending, ties to the lower j."""

@@ -1,0 +1,276 @@
+"""The operations: kl, kl_standard_normal, pairwise_kl, knn_kl.
+
+Each picks one of three paths:
+* the C++ library (NumPy arrays, CPU tensors): arrays handed over in place, GIL released;
+* the same, with torch.autograd gradients, when a tensor requires grad (gausskl._autograd);
+* torch operations (gausskl._torch_path), for tensors the library cannot read (CUDA, MPS), or
+  for CPU tensors when GAUSSKL_FORCE_TORCH_PATH=1 or torch_path=True.
+Results come back in the caller's framework: torch tensors if any input is one (on its device),
+else NumPy arrays (or, for another DLPack framework with an array namespace, that framework's).
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from gausskl import _arrays
+from gausskl import _ext
+from gausskl._distributions import Gaussian
+
+
+def _as_gaussian(op: str, side: str, x) -> Gaussian:
+    if isinstance(x, Gaussian):
+        return x
+    torch = _arrays.torch_module()
+    if torch is not None and isinstance(x, torch.distributions.Distribution):
+        from gausskl._from_torch import from_torch
+
+        return from_torch(x)
+    raise TypeError(
+        f"[{op}] {side} must be a DiagGaussian, FullGaussian, LowRankGaussian or a supported "
+        f"torch.distributions object, found {type(x).__name__}"
+    )
+
+
+class _Call:
+    """What one call computes with: precision, framework, device, path."""
+
+    def __init__(self, op: str, gs: list, torch_path):
+        self.op = op
+        self.kind = (_arrays.FLOAT64 if any(g._kind == _arrays.FLOAT64 for g in gs)
+                     else _arrays.FLOAT32)
+        tensors = [t for g in gs for t in g._tensors]
+        self.torch = _arrays.torch_module() if tensors else None
+        self.namespace = None
+        self.native = False
+        self.grad = False
+        self.device = None
+        if self.torch is None:
+            self.namespace = next((g._namespace for g in gs if g._namespace is not None), None)
+            return
+        devices = {t.device for t in tensors}
+        if len(devices) > 1:
+            raise ValueError(
+                f"[{op}] arrays are on different devices: " + ", ".join(sorted(map(str, devices)))
+            )
+        self.device = devices.pop()
+        if torch_path is None:
+            torch_path = _arrays.force_torch_path()
+        self.native = self.device.type != "cpu" or bool(torch_path)
+        self.grad = self.torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+
+    def unify(self, g: Gaussian | None):
+        """With torch results: every array as a tensor on the call's device (NumPy arrays are
+        wrapped in place on the CPU)."""
+        if g is None or self.torch is None:
+            return g
+        if len(g._tensors) == len(g._arrays):
+            return g  # one device was checked above
+        arrays = {}
+        for name, a in g.arrays.items():
+            if not _arrays.is_torch(a):
+                a = self.torch.as_tensor(a, device=self.device)
+            arrays[name] = a
+        return g._replace(arrays)
+
+    @property
+    def out_dtype(self):
+        if self.torch is not None:
+            return self.torch.float64 if self.kind == _arrays.FLOAT64 else self.torch.float32
+        return np.float64 if self.kind == _arrays.FLOAT64 else np.float32
+
+    def empty(self, shape, dtype=None):
+        dtype = self.out_dtype if dtype is None else dtype
+        if self.torch is not None:
+            return self.torch.empty(shape, dtype=dtype)
+        return np.empty(shape, dtype=dtype)
+
+    def result(self, x):
+        if self.namespace is not None and hasattr(self.namespace, "from_dlpack"):
+            return self.namespace.from_dlpack(x)
+        return x
+
+
+def _threads(op: str, threads) -> int:
+    threads = operator.index(threads)
+    if threads < 0:
+        raise ValueError(f"[{op}] options.threads must be >= 0 (0 = all cores), found {threads}")
+    return threads
+
+
+def _rows(p: Gaussian, q: Gaussian, check: bool = True) -> int:
+    """The rows of a row-wise result. With check=False an N that does not broadcast gives p.n
+    (the library then reports it, after the checks it makes first)."""
+    if p.n == q.n or q.n == 1:
+        return p.n
+    if p.n == 1:
+        return q.n
+    if not check:
+        return p.n
+    raise ValueError(f"[kl] p and q have N = {p.n} and N = {q.n}; "
+                     "N must match or one side must have N = 1")
+
+
+def _check_d(op: str, p: Gaussian, q: Gaussian):
+    if p.d != q.d:
+        raise ValueError(f"[{op}] p and q have D = {p.d} and D = {q.d}; D must match")
+
+
+def kl(p, q, *, threads: int = 0, torch_path: bool | None = None):
+    """Row-wise KL divergence in nats: ``out[i] = KL(p_i || q_i)``, shape ``[max(N_p, N_q)]``.
+
+    ``p`` and ``q`` are batches of any family (``DiagGaussian``, ``FullGaussian``,
+    ``LowRankGaussian``, or a supported ``torch.distributions`` object); they have equal N, or
+    one of them has N = 1 and is paired with every row of the other.
+
+    >>> import numpy as np, gausskl as gk
+    >>> p = gk.DiagGaussian(np.zeros(2), std=np.ones(2))
+    >>> q = gk.DiagGaussian(np.ones(2), std=np.full(2, 2.0))
+    >>> gk.kl(p, q).round(6)  # 2 * (1/4 + 1/4 - 1 + 2 log 2) / 2
+    array([0.886294])
+    """
+    op = "kl"
+    p, q = _as_gaussian(op, "p", p), _as_gaussian(op, "q", q)
+    threads = _threads(op, threads)
+    call = _Call(op, [p, q], torch_path)
+    p, q = call.unify(p), call.unify(q)
+    if call.native:
+        from gausskl import _torch_path
+
+        _check_d(op, p, q)
+        _rows(p, q)
+        return _torch_path.rowwise(op, p, q, call.out_dtype)
+    out = call.empty((_rows(p, q, check=False),))
+
+    def forward():
+        _ext.kl(p._batch(call.kind), q._batch(call.kind), out, threads)
+        return out
+
+    if call.grad:
+        from gausskl import _autograd
+
+        return _autograd.rowwise(forward, [p, q])
+    return call.result(forward())
+
+
+def kl_standard_normal(p, *, threads: int = 0, torch_path: bool | None = None):
+    """``out[i] = KL(p_i || N(0, I))`` in nats, shape ``[N]``: the prior term of a VAE loss.
+
+    A VAE loss with an encoder giving ``mu, logvar: [B, D]`` (torch; gradients flow)::
+
+        recon = torch.nn.functional.mse_loss(decoder(z), x, reduction="sum")
+        loss = recon + gk.kl_standard_normal(gk.DiagGaussian(mu, logvar=logvar)).sum()
+    """
+    op = "kl_standard_normal"
+    p = _as_gaussian(op, "p", p)
+    threads = _threads(op, threads)
+    call = _Call(op, [p], torch_path)
+    p = call.unify(p)
+    if call.native:
+        from gausskl import _torch_path
+
+        return _torch_path.rowwise(op, p, None, call.out_dtype)
+    out = call.empty((p.n,))
+
+    def forward():
+        _ext.kl_standard_normal(p._batch(call.kind), out, threads)
+        return out
+
+    if call.grad:
+        from gausskl import _autograd
+
+        return _autograd.rowwise(forward, [p])
+    return call.result(forward())
+
+
+def pairwise_kl(p, q=None, *, threads: int = 0, torch_path: bool | None = None):
+    """All pairs: ``out[i, j] = KL(p_i || q_j)`` in nats, shape ``[N, M]``; without ``q``,
+    ``q = p`` and the diagonal is exactly 0. Memory is the ``[N, M]`` result plus O((N + M) D)
+    (O(D^2) per distribution for non-diagonal families), never ``[N, M, D]``.
+
+    The forum's question (``mu, std: [B, H]``, the ``[B, B]`` matrix), as one line::
+
+        kl = gk.pairwise_kl(gk.DiagGaussian(mu, std=std))
+    """
+    op = "pairwise_kl"
+    p = _as_gaussian(op, "p", p)
+    q = None if q is None else _as_gaussian(op, "q", q)
+    threads = _threads(op, threads)
+    call = _Call(op, [p] if q is None else [p, q], torch_path)
+    p, q = call.unify(p), call.unify(q)
+    m = p.n if q is None else q.n
+    diagonal = p.family == "diag" and (q is None or q.family == "diag")
+    if call.native or (call.grad and not diagonal):
+        # Tensors the library cannot read; or gradients of non-diagonal pairs, which autograd
+        # takes through the same GEMM form (still no [N, M, D]).
+        from gausskl import _torch_path
+
+        if q is not None:
+            _check_d(op, p, q)
+        return _torch_path.pairwise(op, p, q, call.out_dtype)
+    out = call.empty((p.n, m))
+
+    def forward():
+        qb = None if q is None else q._batch(call.kind)
+        _ext.pairwise_kl(p._batch(call.kind), qb, out, threads)
+        return out
+
+    if call.grad:
+        from gausskl import _autograd
+
+        return _autograd.pairwise_diag(forward, p, q)
+    return call.result(forward())
+
+
+def knn_kl(p, q=None, *, k: int, exclude_self: bool = False, threads: int = 0,
+           torch_path: bool | None = None):
+    """Nearest neighbours by KL: for each ``p_i``, the ``k`` smallest ``KL(p_i || q_j)``,
+    ascending, ties to the lower ``j``. Returns ``(indices, kl)``, each ``[N, k]`` (indices
+    int64). Without ``q``, ``q = p``; ``exclude_self=True`` then leaves out ``j == i``. The
+    ``[N, M]`` matrix is never kept.
+
+    Retrieval, "the 10 nearest Gaussians by KL" of each query among a database::
+
+        idx, dist = gk.knn_kl(gk.DiagGaussian(q_mu, std=q_std), gk.DiagGaussian(db_mu, std=db_std), k=10)
+    """
+    op = "knn_kl"
+    p = _as_gaussian(op, "p", p)
+    q = None if q is None else _as_gaussian(op, "q", q)
+    threads = _threads(op, threads)
+    k = operator.index(k)
+    call = _Call(op, [p] if q is None else [p, q], torch_path)
+    p, q = call.unify(p), call.unify(q)
+    # Checked before the [N, k] outputs are allocated, with the library's words.
+    if q is not None:
+        _check_d(op, p, q)
+        if exclude_self:
+            raise ValueError(f"[{op}] exclude_self needs q = p (call without q)")
+    m = p.n if q is None else q.n
+    max_k = m - 1 if exclude_self else m
+    if k < 1 or k > max_k:
+        raise ValueError(f"[{op}] k = {k} must be between 1 and "
+                         f"{'M - 1 = ' if exclude_self else 'M = '}{max_k}")
+    if call.native:
+        from gausskl import _torch_path
+
+        return _torch_path.knn(op, p, q, k, exclude_self, call.out_dtype)
+    index_dtype = call.torch.int64 if call.torch is not None else np.int64
+    indices = call.empty((p.n, k), dtype=index_dtype)
+    values = call.empty((p.n, k))
+    qb = None if q is None else q._batch(call.kind)
+    _ext.knn_kl(p._batch(call.kind), qb, k, indices, values, exclude_self, threads)
+    if call.grad:
+        # Values differentiable through the row-wise KL of the chosen pairs.
+        from gausskl import _autograd
+
+        torch = call.torch
+        q_ = p if q is None else q
+        rows = torch.arange(p.n).repeat_interleave(k)
+        cols = indices.reshape(-1)
+        pp = p._replace({n: a[rows] for n, a in p.arrays.items()})
+        qq = q_._replace({n: a[cols] for n, a in q_.arrays.items()})
+        flat = values.reshape(-1)
+        values = _autograd.rowwise(lambda: flat.clone(), [pp, qq]).reshape(p.n, k)
+    return call.result(indices), call.result(values)

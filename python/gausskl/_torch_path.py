@@ -1,0 +1,372 @@
+"""The same algorithms in torch operations, for tensors the C++ library cannot read (CUDA, MPS)
+and for gradients (every function here is differentiable by torch.autograd).
+
+* Validation: the library's rules and messages ("[op] what, where"), checked with torch ops.
+* Row-wise KL: per pair, the diagonal/diagonal case in the expm1 form (exactly 0 at p = q);
+  otherwise through triangular solves, Woodbury for low rank (never densified).
+* Pairwise KL: the centred GEMM form of DESIGN section 2 (means translated by a common vector
+  first; KL does not change). Diagonal pairs: one GEMM with K = 2D. Other pairs: K = D^2 (vec of
+  S_i + mu_i mu_i' against vec of P_j). Never an [N, M, D] intermediate.
+* knn: pairwise blocks of rows, each sorted stably (ties to the lower j) and cut to k.
+
+Arithmetic is in float64 (as in the library), except on MPS, which has no float64: there it is
+float32 after centring.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+# Rows of p per pairwise block in knn_kl: the block is [rows, M], kept under this many bytes.
+KNN_BLOCK_BYTES = 64 << 20
+
+MIN_VARIANCE = 1e-300
+MAX_VARIANCE = 1e300
+
+PD_HINT = " (to regularize, add eps to the diagonal only: C + eps * I)"
+
+
+def compute_dtype(device: torch.device) -> torch.dtype:
+    return torch.float32 if device.type == "mps" else torch.float64
+
+
+def fail(op: str, what: str):
+    raise ValueError(f"[{op}] {what}")
+
+
+def show(x) -> str:
+    """A value as the library prints it: shortest text of its own type, integers without '.0'."""
+    if isinstance(x, np.floating) and math.isfinite(float(x)) and float(x).is_integer() \
+            and abs(float(x)) < 1e16:
+        return str(int(x))
+    if isinstance(x, np.floating):
+        text = str(x)
+        return {"nan": "nan", "inf": "inf", "-inf": "-inf"}.get(text, text)
+    return str(x)
+
+
+def _scalar(t: torch.Tensor, index) -> str:
+    v = t[tuple(index)].detach().cpu()
+    kind = np.float32 if v.dtype in (torch.float32, torch.float16, torch.bfloat16) else np.float64
+    return show(kind(float(v)))
+
+
+def _first(mask: torch.Tensor):
+    """The first index (row-major) where mask is True, or None."""
+    if not bool(mask.any()):
+        return None
+    return [int(i) for i in torch.nonzero(mask)[0].tolist()]
+
+
+def _at2(ix) -> str:
+    return f"row {ix[0]}, column {ix[1]}"
+
+
+def _at3(ix) -> str:
+    return f"distribution {ix[0]}, row {ix[1]}, column {ix[2]}"
+
+
+_DIAG_NAMES = {"std": "std", "var": "var", "logvar": "logvar", "precision": "precision"}
+
+
+def _implied_variance(param: str, x: torch.Tensor) -> torch.Tensor:
+    x = x.to(compute_dtype(x.device))
+    if param == "std":
+        return x * x
+    if param == "var":
+        return x
+    if param == "logvar":
+        return torch.exp(x)
+    return 1.0 / x
+
+
+def validate(op: str, side: str, g) -> None:
+    """The library's input rules for one batch, in torch ops (see src/core/validate.cpp)."""
+    a = g.arrays
+    mean = a["mean"]
+    if mean.shape[1] < 1:
+        fail(op, f"{side}.mean has D = 0; D must be at least 1")
+    bad = _first(~torch.isfinite(mean))
+    if bad:
+        fail(op, f"{side}.mean must be finite, found {_scalar(mean, bad)} at {_at2(bad)}")
+    if g.family == "diag":
+        s = a["scale"]
+        name = f"{side}.scale ({g.param})"
+        if g.param == "logvar":
+            bad = _first(~torch.isfinite(s))
+            if bad:
+                fail(op, f"{name} must be finite, found {_scalar(s, bad)} at {_at2(bad)}")
+        else:
+            bad = _first(~(torch.isfinite(s) & (s > 0)))
+            if bad:
+                fail(op, f"{name} must be positive and finite, found {_scalar(s, bad)} at {_at2(bad)}")
+        v = _implied_variance(g.param, s)
+        bad = _first(~((v >= MIN_VARIANCE) & (v <= MAX_VARIANCE)))
+        if bad:
+            fail(op, f"{name} gives a variance outside [1e-300, 1e300], found "
+                     f"{_scalar(s, bad)} at {_at2(bad)}")
+    elif g.family == "full":
+        s = a["scale"]
+        name = f"{side}.scale ({g.param})"
+        bad = _first(~torch.isfinite(s))
+        if bad:
+            fail(op, f"{name} must be finite, found {_scalar(s, bad)} at {_at3(bad)}")
+        if g.param == "scale_tril":
+            diag = torch.diagonal(s, dim1=-2, dim2=-1)
+            v = diag.to(compute_dtype(s.device)) ** 2
+            bad = _first(~((diag > 0) & (v >= MIN_VARIANCE) & (v <= MAX_VARIANCE)))
+            if bad:
+                fail(op, f"{name} must have a positive diagonal with squares in [1e-300, 1e300], "
+                         f"found {_scalar(diag, bad)} at {_at3([bad[0], bad[1], bad[1]])}")
+            bad = _first(torch.triu(s, diagonal=1) != 0)
+            if bad:
+                fail(op, f"{name} must be lower triangular, found {_scalar(s, bad)} above the "
+                         f"diagonal at {_at3(bad)}")
+        else:
+            eps = torch.finfo(s.dtype if s.dtype == torch.float64 else torch.float32).eps
+            x = s.to(compute_dtype(s.device))
+            xt = x.transpose(-1, -2)
+            d = torch.diagonal(x, dim1=-2, dim2=-1).abs()
+            scale = torch.maximum(torch.maximum(x.abs(), xt.abs()),
+                                  torch.sqrt(d[..., :, None] * d[..., None, :]))
+            asym = ((x - xt).abs() > math.sqrt(eps) * scale) & torch.tril(
+                torch.ones_like(x, dtype=torch.bool), diagonal=-1)
+            bad = _first(asym)
+            if bad:
+                n, r, c = bad
+                fail(op, f"{name} must be symmetric, found {_scalar(s, bad)} and "
+                         f"{_scalar(s, [n, c, r])} at {_at3(bad)} and its transpose")
+    else:
+        w, dg = a["cov_factor"], a["cov_diag"]
+        bad = _first(~torch.isfinite(w))
+        if bad:
+            fail(op, f"{side}.cov_factor must be finite, found {_scalar(w, bad)} at {_at3(bad)}")
+        # cov_diag is a variance: the rules of a diagonal "var" (src/core/validate.cpp).
+        bad = _first(~(torch.isfinite(dg) & (dg > 0)))
+        if bad:
+            fail(op, f"{side}.cov_diag must be positive and finite, found {_scalar(dg, bad)} "
+                     f"at {_at2(bad)}")
+        x = dg.to(compute_dtype(dg.device))
+        bad = _first(~((x >= MIN_VARIANCE) & (x <= MAX_VARIANCE)))
+        if bad:
+            fail(op, f"{side}.cov_diag gives a variance outside [1e-300, 1e300], found "
+                     f"{_scalar(dg, bad)} at {_at2(bad)}")
+
+
+def _cholesky(op: str, side: str, g, m: torch.Tensor) -> torch.Tensor:
+    L, info = torch.linalg.cholesky_ex(m)
+    bad = _first(info != 0)
+    if bad:
+        fail(op, f"{side}.scale ({g.param}) is not positive definite at distribution {bad[0]}: "
+                 f"pivot {int(info[tuple(bad)]) - 1} is not positive{PD_HINT}")
+    return L
+
+
+def _symmetric_from_lower(m: torch.Tensor) -> torch.Tensor:
+    """The symmetric matrix the library reads: the lower triangle, mirrored."""
+    return torch.tril(m) + torch.tril(m, diagonal=-1).transpose(-1, -2)
+
+
+class Side:
+    """One batch in the forms the formulas need, in the compute dtype, differentiable."""
+
+    def __init__(self, op: str, side: str, g, dtype: torch.dtype):
+        a = {k: v.to(dtype) for k, v in g.arrays.items()}
+        self.family = g.family
+        self.mean = a["mean"]
+        self.d = self.mean.shape[1]
+        self.a2 = None  # S = diag(a2) + F F'
+        self.F = None
+        self.kind = None  # how solves with the covariance are done when this batch is q
+        if g.family == "diag":
+            s = a["scale"]
+            if g.param == "std":
+                self.logv = 2.0 * torch.log(s)
+                self.v = s * s
+            elif g.param == "var":
+                self.logv, self.v = torch.log(s), s
+            elif g.param == "logvar":
+                self.logv, self.v = s, torch.exp(s)
+            else:
+                self.logv, self.v = -torch.log(s), 1.0 / s
+            self.a2 = self.v
+            self.logdet = self.logv.sum(-1)
+            self.kind = "diag"
+        elif g.family == "full":
+            s = a["scale"]
+            eye = torch.eye(self.d, dtype=dtype, device=s.device)
+            if g.param == "precision_matrix":
+                self.LP = _cholesky(op, side, g, _symmetric_from_lower(s))
+                self.logdet = -2.0 * torch.log(torch.diagonal(self.LP, dim1=-2, dim2=-1)).sum(-1)
+                self.F = torch.linalg.solve_triangular(
+                    self.LP.transpose(-1, -2), eye.expand_as(self.LP), upper=True)
+                self.kind = "precision"
+            else:
+                if g.param == "scale_tril":
+                    self.L = torch.tril(s)
+                else:
+                    self.L = _cholesky(op, side, g, _symmetric_from_lower(s))
+                self.logdet = 2.0 * torch.log(torch.diagonal(self.L, dim1=-2, dim2=-1)).sum(-1)
+                self.F = self.L
+                self.kind = "tril"
+        else:
+            self.W, self.Dg = a["cov_factor"], a["cov_diag"]
+            r = self.W.shape[-1]
+            eye = torch.eye(r, dtype=dtype, device=self.W.device)
+            self.DinvW = self.W / self.Dg[..., None]
+            C = eye + self.W.transpose(-1, -2) @ self.DinvW
+            self.LC = torch.linalg.cholesky(C)  # I + W'D^-1 W is positive definite
+            self.logdet = (2.0 * torch.log(torch.diagonal(self.LC, dim1=-2, dim2=-1)).sum(-1)
+                           + torch.log(self.Dg).sum(-1))
+            self.a2, self.F = self.Dg, self.W
+            self.kind = "low_rank"
+
+    # -- this batch as q: tr(X' T^-1 X) per distribution, and tr(T^-1 diag(a2)) ----------------
+    def quad(self, X: torch.Tensor) -> torch.Tensor:
+        if self.kind == "diag":
+            return (X * X / self.v[..., None]).sum((-2, -1))
+        if self.kind == "tril":
+            Y = torch.linalg.solve_triangular(self.L, X, upper=False)
+            return (Y * Y).sum((-2, -1))
+        if self.kind == "precision":
+            Y = self.LP.transpose(-1, -2) @ X
+            return (Y * Y).sum((-2, -1))
+        Z = torch.linalg.solve_triangular(self.LC, self.DinvW.transpose(-1, -2) @ X, upper=False)
+        return (X * X / self.Dg[..., None]).sum((-2, -1)) - (Z * Z).sum((-2, -1))
+
+    def quad_diag(self, a2: torch.Tensor) -> torch.Tensor:
+        if self.kind == "diag":
+            return (a2 / self.v).sum(-1)
+        if self.kind == "tril":
+            eye = torch.eye(self.d, dtype=self.L.dtype, device=self.L.device)
+            Linv = torch.linalg.solve_triangular(self.L, eye.expand_as(self.L), upper=False)
+            return (a2 * (Linv * Linv).sum(-2)).sum(-1)
+        if self.kind == "precision":
+            return (a2 * (self.LP * self.LP).sum(-1)).sum(-1)
+        B = self.W * (torch.sqrt(a2) / self.Dg)[..., None]
+        Z = torch.linalg.solve_triangular(self.LC, B.transpose(-1, -2), upper=False)
+        return (a2 / self.Dg).sum(-1) - (Z * Z).sum((-2, -1))
+
+    def precision_dense(self) -> torch.Tensor:
+        """T^-1 per distribution, [M, D, D] (pairwise of non-diagonal pairs only)."""
+        if self.kind == "diag":
+            return torch.diag_embed(1.0 / self.v)
+        if self.kind == "tril":
+            return torch.cholesky_inverse(self.L)
+        if self.kind == "precision":
+            return self.LP @ self.LP.transpose(-1, -2)
+        Z = torch.linalg.solve_triangular(self.LC, self.DinvW.transpose(-1, -2), upper=False)
+        return torch.diag_embed(1.0 / self.Dg) - Z.transpose(-1, -2) @ Z
+
+    def covariance_dense(self) -> torch.Tensor:
+        S = self.F @ self.F.transpose(-1, -2) if self.F is not None else 0.0
+        if self.a2 is not None:
+            S = S + torch.diag_embed(self.a2)
+        return S
+
+
+def _pair_rowwise(P: Side, Q: Side | None) -> torch.Tensor:
+    """KL(p_i || q_i) per row (N = 1 broadcasts); Q None is N(0, I)."""
+    if Q is None:
+        if P.family == "diag":
+            # r = log v - log 1: term = mu^2 + expm1(r) - r
+            return 0.5 * (P.mean * P.mean + torch.expm1(P.logv) - P.logv).sum(-1)
+        tr = (P.a2.sum(-1) if P.a2 is not None else 0.0) + (P.F * P.F).sum((-2, -1))
+        return 0.5 * (tr + (P.mean * P.mean).sum(-1) - P.d - P.logdet)
+    diff = P.mean - Q.mean
+    if P.family == "diag" and Q.family == "diag":
+        r = P.logv - Q.logv
+        return 0.5 * (diff * diff / Q.v + torch.expm1(r) - r).sum(-1)
+    tr = 0.0
+    if P.a2 is not None:
+        tr = tr + Q.quad_diag(P.a2)
+    if P.F is not None:
+        tr = tr + Q.quad(P.F)
+    maha = Q.quad(diff[..., None])
+    return 0.5 * (tr + maha - P.d + Q.logdet - P.logdet)
+
+
+def _devices_and_dtype(gs):
+    device = gs[0].arrays["mean"].device
+    return device, compute_dtype(device)
+
+
+def rowwise(op: str, p, q, out_dtype: torch.dtype) -> torch.Tensor:
+    """out[i] = KL(p_i || q_i); q None means N(0, I). Validated here."""
+    validate(op, "p", p)
+    if q is not None:
+        validate(op, "q", q)
+    device, dtype = _devices_and_dtype([p])
+    P = Side(op, "p", p, dtype)
+    Q = Side(op, "q", q, dtype) if q is not None else None
+    return _pair_rowwise(P, Q).to(out_dtype)
+
+
+class _PairwiseForm:
+    """The centred GEMM form: 2 KL_ij = left_i . right_j + c_j - s_i (see DESIGN section 2)."""
+
+    def __init__(self, P: Side, Q: Side):
+        centre = Q.mean.detach().mean(0, keepdim=True)
+        mu, nu = P.mean - centre, Q.mean - centre
+        d = P.d
+        if P.family == "diag" and Q.family == "diag":
+            lam = 1.0 / Q.v
+            self.left = torch.cat([P.v + mu * mu, mu], 1)
+            self.right = torch.cat([lam, -2.0 * nu * lam], 1)
+            self.c = (nu * nu * lam).sum(-1) + Q.logv.sum(-1)
+            self.s = P.logv.sum(-1) + d
+        else:
+            G = P.covariance_dense() + mu[:, :, None] * mu[:, None, :]
+            Pm = Q.precision_dense()
+            Pnu = (Pm @ nu[..., None])[..., 0]
+            self.left = torch.cat([G.reshape(G.shape[0], -1), mu], 1)
+            self.right = torch.cat([Pm.reshape(Pm.shape[0], -1), -2.0 * Pnu], 1)
+            self.c = (nu * Pnu).sum(-1) + Q.logdet
+            self.s = P.logdet + d
+
+    def block(self, i0: int, i1: int) -> torch.Tensor:
+        two = self.left[i0:i1] @ self.right.T + self.c[None, :] - self.s[i0:i1, None]
+        # KL >= 0; a negative value is round-off of the expansion, at most a few ulps of the
+        # expanded terms (tests compare this path with the library's direct form).
+        return torch.clamp_min(0.5 * two, 0.0)
+
+
+def pairwise(op: str, p, q, out_dtype: torch.dtype) -> torch.Tensor:
+    validate(op, "p", p)
+    if q is not None:
+        validate(op, "q", q)
+    device, dtype = _devices_and_dtype([p])
+    P = Side(op, "p", p, dtype)
+    Q = Side(op, "q", q, dtype) if q is not None else P
+    out = _PairwiseForm(P, Q).block(0, p.n)
+    if q is None:
+        # KL(p_i || p_i) = 0 exactly, as in the library.
+        out = out * (1 - torch.eye(p.n, dtype=out.dtype, device=out.device))
+    return out.to(out_dtype)
+
+
+def knn(op: str, p, q, k: int, exclude_self: bool, out_dtype: torch.dtype):
+    validate(op, "p", p)
+    if q is not None:
+        validate(op, "q", q)
+    device, dtype = _devices_and_dtype([p])
+    P = Side(op, "p", p, dtype)
+    Q = Side(op, "q", q, dtype) if q is not None else P
+    form = _PairwiseForm(P, Q)
+    m = Q.mean.shape[0]
+    rows = max(1, KNN_BLOCK_BYTES // max(1, 8 * m))
+    indices, values = [], []
+    for i0 in range(0, p.n, rows):
+        i1 = min(p.n, i0 + rows)
+        blk = form.block(i0, i1)
+        if q is None:
+            r = torch.arange(i0, i1, device=blk.device)
+            blk = blk.index_put((r - i0, r), torch.tensor(
+                math.inf if exclude_self else 0.0, dtype=blk.dtype, device=blk.device))
+        v, ix = torch.sort(blk, dim=1, stable=True)
+        indices.append(ix[:, :k])
+        values.append(v[:, :k])
+    return torch.cat(indices, 0), torch.cat(values, 0).to(out_dtype)

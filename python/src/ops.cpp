@@ -1,0 +1,123 @@
+// One binding per operation. Outputs are allocated by the caller (in its own framework) and
+// passed in C-contiguous; the GIL is released for the whole computation, which touches no
+// Python object. The library's std::invalid_argument arrives in Python as ValueError and
+// std::runtime_error as RuntimeError, with the "[op] what, where" message unchanged.
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+
+#include "batch.hpp"
+#include "gausskl/ops.hpp"
+
+namespace gausskl::python {
+namespace {
+
+template <class U>
+using Out1 = nb::ndarray<U, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+template <class U>
+using Out2 = nb::ndarray<U, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
+
+template <class U, class Array>
+std::span<U> span_of(Array& a) {
+  return {a.data(), a.size()};
+}
+
+Options options_of(int threads, bool exclude_self = false) {
+  Options o;
+  o.threads = threads;
+  o.exclude_self = exclude_self;
+  return o;
+}
+
+// p and q must share one scalar type; the Python layer makes them agree, so a mismatch here is
+// a bug there, reported as TypeError (while the GIL is held).
+void check_same_type(const char* op, const Batch& p, const Batch* q) {
+  if (q && q->is_double() != p.is_double()) {
+    throw nb::type_error((std::string("[") + op + "] p and q must have the same dtype").c_str());
+  }
+}
+
+// Calls f with p's and q's views in their scalar type.
+template <class F>
+void with_views(const Batch& p, const Batch* q, F&& f) {
+  if (p.is_double()) {
+    f(*p.get<double>(), q ? q->get<double>() : nullptr);
+  } else {
+    f(*p.get<float>(), q ? q->get<float>() : nullptr);
+  }
+}
+
+template <class U>
+void kl_op(const Batch& p, const Batch& q, Out1<U> out, int threads) {
+  check_same_type("kl", p, &q);
+  nb::gil_scoped_release release;
+  with_views(p, &q, [&](const auto& gp, const auto* gq) {
+    kl(gp, *gq, span_of<U>(out), options_of(threads));
+  });
+}
+
+template <class U>
+void kl_standard_normal_op(const Batch& p, Out1<U> out, int threads) {
+  nb::gil_scoped_release release;
+  with_views(p, nullptr, [&](const auto& gp, const auto*) {
+    kl_standard_normal(gp, span_of<U>(out), options_of(threads));
+  });
+}
+
+template <class U>
+void pairwise_kl_op(const Batch& p, const Batch* q, Out2<U> out, int threads) {
+  check_same_type("pairwise_kl", p, q);
+  nb::gil_scoped_release release;
+  with_views(p, q, [&](const auto& gp, const auto* gq) {
+    if (gq) {
+      pairwise_kl(gp, *gq, span_of<U>(out), options_of(threads));
+    } else {
+      pairwise_kl(gp, span_of<U>(out), options_of(threads));
+    }
+  });
+}
+
+template <class U>
+void knn_kl_op(const Batch& p, const Batch* q, std::int64_t k, Out2<std::int64_t> indices,
+               Out2<U> values, bool exclude_self, int threads) {
+  check_same_type("knn_kl", p, q);
+  nb::gil_scoped_release release;
+  with_views(p, q, [&](const auto& gp, const auto* gq) {
+    const Options o = options_of(threads, exclude_self);
+    if (gq) {
+      knn_kl(gp, *gq, k, span_of<std::int64_t>(indices), span_of<U>(values), o);
+    } else {
+      knn_kl(gp, k, span_of<std::int64_t>(indices), span_of<U>(values), o);
+    }
+  });
+}
+
+template <class U>
+void bind_ops(nb::module_& m) {
+  // noconvert on outputs: a converted output would be a temporary copy and the results lost.
+  m.def("kl", &kl_op<U>, nb::arg("p"), nb::arg("q"), nb::arg("out").noconvert(),
+        nb::arg("threads") = 0, "out[i] = KL(p_i || q_i); N = 1 on either side broadcasts.");
+  m.def("kl_standard_normal", &kl_standard_normal_op<U>, nb::arg("p"), nb::arg("out").noconvert(),
+        nb::arg("threads") = 0, "out[i] = KL(p_i || N(0, I)).");
+  m.def("pairwise_kl", &pairwise_kl_op<U>, nb::arg("p"), nb::arg("q").none(),
+        nb::arg("out").noconvert(), nb::arg("threads") = 0,
+        "out[i, j] = KL(p_i || q_j); q = None means q = p.");
+  m.def("knn_kl", &knn_kl_op<U>, nb::arg("p"), nb::arg("q").none(), nb::arg("k"),
+        nb::arg("indices").noconvert(), nb::arg("values").noconvert(),
+        nb::arg("exclude_self") = false, nb::arg("threads") = 0,
+        "The k smallest KL(p_i || q_j) per i, ascending, ties to the lower j.");
+}
+
+}  // namespace
+
+void bind_all_ops(nb::module_& m) {
+  bind_ops<float>(m);
+  bind_ops<double>(m);
+}
+
+}  // namespace gausskl::python

@@ -1,0 +1,113 @@
+"""Shared fixtures of the Python package tests: seeded data, families, a float64 reference."""
+
+import importlib.util
+import zlib
+
+import numpy as np
+import pytest
+
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="needs PyTorch")
+
+DIAG = ("std", "var", "logvar", "precision")
+FULL = ("scale_tril", "covariance", "precision_matrix")
+# Every parameterization of every family, as (family, param).
+PARAMS = [("diag", p) for p in DIAG] + [("full", p) for p in FULL] + [("low_rank", "cov_factor")]
+
+
+@pytest.fixture
+def rng(request):
+    # Seeded by the test's id: each test sees the same data on every run.
+    return np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))
+
+
+def random_covariance(rng, n, d):
+    a = rng.normal(size=(n, d, d)) / np.sqrt(d)
+    return a @ a.transpose(0, 2, 1) + 0.5 * np.eye(d)
+
+
+def make_arrays(rng, family, param, n, d, r=2, offset=0.0):
+    """Arrays (dict, float64) of a random batch in the given parameterization."""
+    mean = rng.normal(size=(n, d)) + offset
+    if family == "diag":
+        var = rng.uniform(0.3, 3.0, size=(n, d))
+        scale = {"std": np.sqrt(var), "var": var, "logvar": np.log(var), "precision": 1 / var}
+        return {"mean": mean, param: scale[param]}
+    if family == "full":
+        cov = random_covariance(rng, n, d)
+        scale = {
+            "scale_tril": np.linalg.cholesky(cov),
+            "covariance": cov,
+            "precision_matrix": np.linalg.inv(cov),
+        }[param]
+        if param != "scale_tril":
+            scale = 0.5 * (scale + scale.transpose(0, 2, 1))
+        return {"mean": mean, param: scale}
+    return {
+        "mean": mean,
+        "cov_factor": rng.normal(size=(n, d, r)) / np.sqrt(r),
+        "cov_diag": rng.uniform(0.3, 2.0, size=(n, d)),
+    }
+
+
+def gaussian(arrays, convert=lambda a: a):
+    """The gausskl batch of an arrays dict, each array passed through convert."""
+    import gausskl as gk
+
+    a = {k: convert(v) for k, v in arrays.items()}
+    mean = a.pop("mean")
+    if "cov_factor" in a:
+        return gk.LowRankGaussian(mean, **a)
+    if set(a) & set(DIAG):
+        return gk.DiagGaussian(mean, **a)
+    return gk.FullGaussian(mean, **a)
+
+
+def covariance(arrays):
+    """Dense covariances [N, D, D] in float64."""
+    a = {k: np.asarray(v, dtype=np.float64) for k, v in arrays.items()}
+    if a["mean"].ndim == 1:
+        a = {k: v[None] for k, v in a.items()}
+    d = a["mean"].shape[1]
+    if "std" in a:
+        return a["std"][:, :, None] ** 2 * np.eye(d)
+    if "var" in a:
+        return a["var"][:, :, None] * np.eye(d)
+    if "logvar" in a:
+        return np.exp(a["logvar"])[:, :, None] * np.eye(d)
+    if "precision" in a:
+        return (1 / a["precision"])[:, :, None] * np.eye(d)
+    if "scale_tril" in a:
+        L = a["scale_tril"]
+        return L @ L.transpose(0, 2, 1)
+    if "covariance" in a:
+        return a["covariance"]
+    if "precision_matrix" in a:
+        return np.linalg.inv(a["precision_matrix"])
+    W = a["cov_factor"]
+    return W @ W.transpose(0, 2, 1) + a["cov_diag"][:, :, None] * np.eye(d)
+
+
+def ref_kl_dense(mp, S, mq, T):
+    """KL(N(mp, S) || N(mq, T)) per row in float64, by Cholesky and solves (broadcasting)."""
+    d = mp.shape[-1]
+    Lq = np.linalg.cholesky(T)
+    Lp = np.linalg.cholesky(S)
+    trace = np.trace(np.linalg.solve(T, S), axis1=-2, axis2=-1)
+    diff = (mq - mp)[..., None]
+    maha = np.sum(diff * np.linalg.solve(T, diff), axis=(-2, -1))
+    logdet = lambda L: 2 * np.sum(np.log(np.diagonal(L, axis1=-2, axis2=-1)), -1)  # noqa: E731
+    return 0.5 * (trace + maha - d + logdet(Lq) - logdet(Lp))
+
+
+def ref_kl(p, q):
+    mp, mq = np.asarray(p["mean"], np.float64), np.asarray(q["mean"], np.float64)
+    mp, mq = np.atleast_2d(mp), np.atleast_2d(mq)
+    return ref_kl_dense(mp, covariance(p), mq, covariance(q))
+
+
+def ref_pairwise(p, q):
+    mp, mq = np.atleast_2d(np.asarray(p["mean"], np.float64)), np.atleast_2d(
+        np.asarray(q["mean"], np.float64))
+    S, T = covariance(p), covariance(q)
+    return ref_kl_dense(mp[:, None], S[:, None], mq[None], T[None])
