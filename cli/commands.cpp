@@ -1,11 +1,15 @@
 #include "cli/commands.hpp"
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <optional>
 #include <span>
 #include <stdexcept>
 
 #include "cli/load.hpp"
 #include "cli/output.hpp"
+#include "cli/progress.hpp"
 #include "gausskl/ops.hpp"
 
 namespace gausskl::cli {
@@ -44,7 +48,13 @@ Options options(const Args& args) {
   Options o;
   o.threads = args.threads;
   o.exclude_self = args.exclude_self;
+  o.memory_budget = args.memory_budget;
   return o;
+}
+
+// Progress on stderr only for a person watching: a terminal, and no --quiet.
+bool show_progress(const Args& args) {
+  return !args.quiet && isatty(fileno(stderr));
 }
 
 }  // namespace
@@ -64,7 +74,7 @@ void run_kl(const Args& args) {
     } else {
       kl_standard_normal(pg, std::span<U>(result), options(args));
     }
-    write_matrix(out, n, 0, result.data());
+    MatrixWriter<U>(out, n, 0).append(n, result.data());
   });
   out.commit();
 }
@@ -77,18 +87,18 @@ void run_pairwise(const Args& args) {
     std::optional<Batch<T>> q;
     if (in.q) q.emplace(*in.q);
     const std::int64_t n = p.gaussians().n(), m = q ? q->gaussians().n() : n;
-    std::int64_t size = 0;
-    if (__builtin_mul_overflow(n, m, &size)) {
-      throw std::invalid_argument("[pairwise] N * M = " + std::to_string(n) + " * " +
-                                  std::to_string(m) + " overflows int64");
-    }
-    std::vector<U> result(static_cast<std::size_t>(size));
-    if (q) {
-      pairwise_kl(p.gaussians(), q->gaussians(), std::span<U>(result), options(args));
-    } else {
-      pairwise_kl(p.gaussians(), std::span<U>(result), options(args));
-    }
-    write_matrix(out, n, m, result.data());
+    // Row blocks go to the file as they are done: the matrix is never held whole.
+    std::optional<MatrixWriter<U>> writer;
+    Progress progress("pairwise", show_progress(args));
+    Options opts = options(args);
+    opts.progress = [&](std::int64_t done, std::int64_t total) { progress(done, total); };
+    pairwise_kl_rows(p.gaussians(), q ? &q->gaussians() : nullptr,
+                     RowSink<U>([&](std::int64_t, std::int64_t rows, std::span<const U> block) {
+                       if (!writer) writer.emplace(out, n, m);
+                       writer->append(rows, block.data());
+                     }),
+                     opts);
+    if (!writer) writer.emplace(out, n, m);  // N = 0: the header alone
   });
   out.commit();
 }
@@ -106,10 +116,13 @@ void run_knn(const Args& args) {
     const std::int64_t k = (args.k >= 1 && args.k <= m) ? args.k : 0;
     std::vector<std::int64_t> indices(static_cast<std::size_t>(n * k));
     std::vector<U> values(indices.size());
+    Progress progress("knn", show_progress(args));
+    Options opts = options(args);
+    opts.progress = [&](std::int64_t done, std::int64_t total) { progress(done, total); };
     if (q) {
-      knn_kl(p.gaussians(), q->gaussians(), args.k, indices, std::span<U>(values), options(args));
+      knn_kl(p.gaussians(), q->gaussians(), args.k, indices, std::span<U>(values), opts);
     } else {
-      knn_kl(p.gaussians(), args.k, indices, std::span<U>(values), options(args));
+      knn_kl(p.gaussians(), args.k, indices, std::span<U>(values), opts);
     }
     write_knn(out, n, k, indices.data(), values.data());
   });

@@ -6,7 +6,9 @@
 
 #include "io/csv.hpp"
 #include "io/npy.hpp"
+#include "io/npy_header.hpp"
 #include "io/npz.hpp"
+#include "io/write_all.hpp"
 
 namespace gausskl::cli {
 namespace {
@@ -70,13 +72,23 @@ void Output::commit() {
 }
 
 template <class U>
-void write_matrix(Output& out, std::int64_t rows, std::int64_t cols, const U* data) {
-  if (out.format() == Format::npy) {
-    std::vector<std::int64_t> shape{rows};
-    if (cols > 0) shape.push_back(cols);
-    io::write_npy(out.file(), dtype_of<U>(), shape, data);
+MatrixWriter<U>::MatrixWriter(Output& out, std::int64_t rows, std::int64_t cols)
+    : out_(out), cols_(cols) {
+  if (out.format() != Format::npy) return;
+  std::vector<std::int64_t> shape{rows};
+  if (cols > 0) shape.push_back(cols);
+  const io::NpyPreamble preamble = io::make_npy_preamble(dtype_of<U>(), shape);
+  io::write_all(out.file(), preamble.bytes.data(), preamble.bytes.size(), ".npy output");
+}
+
+template <class U>
+void MatrixWriter<U>::append(std::int64_t rows, const U* data) {
+  const std::int64_t cols = cols_ > 0 ? cols_ : 1;
+  if (out_.format() == Format::npy) {
+    io::write_all(out_.file(), data, static_cast<std::size_t>(rows * cols) * sizeof(U),
+                  ".npy output");
   } else {
-    io::write_csv(out.file(), rows, cols > 0 ? cols : 1, data);
+    io::write_csv(out_.file(), rows, cols, data);
   }
 }
 
@@ -105,8 +117,8 @@ void write_knn(Output& out, std::int64_t rows, std::int64_t k, const std::int64_
   }
 }
 
-template void write_matrix<float>(Output&, std::int64_t, std::int64_t, const float*);
-template void write_matrix<double>(Output&, std::int64_t, std::int64_t, const double*);
+template class MatrixWriter<float>;
+template class MatrixWriter<double>;
 template void write_knn<float>(Output&, std::int64_t, std::int64_t, const std::int64_t*,
                                const float*);
 template void write_knn<double>(Output&, std::int64_t, std::int64_t, const std::int64_t*,

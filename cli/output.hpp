@@ -30,9 +30,19 @@ class Output {
   std::unique_ptr<io::AtomicFile> atomic_;  // empty for stdout
 };
 
-// A matrix [rows, cols] (cols = 0 means a vector [rows]) in the output's format.
+// A matrix [rows, cols] (cols = 0 means a vector [rows]) in the output's format, written in
+// consecutive blocks of rows (the .npy header first: the shape is known up front), so that a
+// pairwise matrix larger than memory never has to be held whole.
 template <class U>
-void write_matrix(Output& out, std::int64_t rows, std::int64_t cols, const U* data);
+class MatrixWriter {
+ public:
+  MatrixWriter(Output& out, std::int64_t rows, std::int64_t cols);
+  void append(std::int64_t rows, const U* data);
+
+ private:
+  Output& out_;
+  std::int64_t cols_;
+};
 
 // knn results: .npz with `indices` and `kl` [N, K], or CSV lines "p,rank,q,kl".
 template <class U>
