@@ -213,7 +213,7 @@ void knn_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t k,
     const std::int64_t hi = std::min(n, lo + rows);
     run(op, p, q, [&] {
       plan.block(lo, hi, block.data(), threads);
-      cpu::knn_block(plan, lo, hi, block.data(), 0.0, k, options.exclude_self,
+      cpu::knn_block(plan, lo, hi, block.data(), plan.tolerance(), k, options.exclude_self,
                      indices.data() + lo * k, best.data(), threads);
       return cpu::Failure{};
     });

@@ -1,11 +1,13 @@
 // The plan of an all-pairs operation (pairwise, knn): every q prepared once, every p prepared
-// once, then any block of rows of KL(p_i || q_j) computed on demand.
+// once, then any block of rows of KL(p_i || q_j) computed on demand. Two diagonal sides take the
+// SIMD path (diag_pairs.hpp); every other pair of families the exact pair formula.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 
 #include "cpu/backend.hpp"
+#include "cpu/diag_pairs.hpp"
 #include "cpu/prepared.hpp"
 
 namespace gausskl::cpu {
@@ -19,7 +21,6 @@ class AllPairs {
 
   std::int64_t rows() const { return n_; }
   std::int64_t cols() const { return m_; }
-  bool self() const { return !p_; }
 
   // out[(i - lo) * cols() + j] = KL(p_i || q_j) for lo <= i < hi, every j, on `threads`
   // threads; exactly 0 at j == i when q = p.
@@ -29,12 +30,18 @@ class AllPairs {
   double exact(std::int64_t i, std::int64_t j, double* scratch) const;
   std::int64_t scratch_size() const { return scratch_size_; }
 
- private:
-  AllPairs(PreparedBatch q, std::optional<PreparedBatch> p, std::int64_t n, std::int64_t m);
+  // block() is within tolerance() * (|KL| + 1) of exact() on every entry (0: it is exact()).
+  double tolerance() const { return diag_ ? diag_tolerance_ : 0.0; }
 
-  PreparedBatch q_;
-  std::optional<PreparedBatch> p_;  // empty when q = p
+ private:
+  AllPairs(std::optional<PreparedBatch> q, std::optional<PreparedBatch> p,
+           std::optional<DiagPairs> diag, std::int64_t n, std::int64_t m, double diag_tolerance);
+
+  std::optional<PreparedBatch> q_;  // empty on the diagonal path
+  std::optional<PreparedBatch> p_;  // empty when q = p or on the diagonal path
+  std::optional<DiagPairs> diag_;
   std::int64_t n_, m_, scratch_size_;
+  double diag_tolerance_;
 };
 
 }  // namespace gausskl::cpu

@@ -4,30 +4,12 @@
 #include <cmath>
 #include <vector>
 
+#include "cpu/diag_terms.hpp"
 #include "cpu/linalg.hpp"
 #include "cpu/parallel.hpp"
 
 namespace gausskl::cpu {
 namespace {
-
-// b = sigma, 1 / sigma and log sigma, each straight from the parameter, so that no
-// parameterization pays for a round trip through another (log sigma of logvar is exact).
-void diag_terms(DiagParam param, double x, double* b, double* inv_b, double* log_b) {
-  switch (param) {
-    case DiagParam::stddev:
-      *b = x, *inv_b = 1 / x, *log_b = std::log(x);
-      return;
-    case DiagParam::var:
-      *b = std::sqrt(x), *inv_b = 1 / std::sqrt(x), *log_b = 0.5 * std::log(x);
-      return;
-    case DiagParam::logvar:
-      *b = std::exp(0.5 * x), *inv_b = std::exp(-0.5 * x), *log_b = 0.5 * x;
-      return;
-    case DiagParam::precision:
-      *b = 1 / std::sqrt(x), *inv_b = std::sqrt(x), *log_b = -0.5 * std::log(x);
-      return;
-  }
-}
 
 // Q, L and log|I + V^T V| for V = B^{-1} U (see prepared.hpp). Both factorizations are
 // Householder QRs: forming V^T V would square the condition number, and a factor much larger

@@ -1,0 +1,81 @@
+// The diag_quadratic kernel (src/cpu/diag_quadratic.hpp) alone, single-threaded, on every SIMD
+// target this CPU supports: Q[i, j] = sum_h ((mu_ih - nu_jh)^2 + v_ih) lam_jh for N = M rows.
+//
+// Counters: gflops_eq counts 3 operations per (i, j, h) (subtract, two multiply-adds), the work
+// the kernel does; ns_per_ijh is the time per (i, j, h). The floor to read them against is one
+// SGEMM of [N, 2D] x [2D, M] (4 N M D flops), timed single-threaded with the same N and D, e.g.
+//   OPENBLAS_NUM_THREADS=1 python3 -c "import numpy as n, time; a=n.ones((4096, 512), 'f4');
+//     b=n.ones((512, 4096), 'f4'); a@b; t=time.perf_counter(); a@b; print(time.perf_counter()-t)"
+// (one line).
+// Run with --benchmark_repetitions=5 and read the min rows (the machine is shared).
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cpu/diag_quadratic.hpp"
+#include "hwy/targets.h"
+
+namespace {
+
+template <class T>
+std::vector<T> random(std::int64_t size, double lo, double hi, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(lo, hi);
+  std::vector<T> v(size);
+  for (auto& x : v)
+    x = static_cast<T>(u(rng));
+  return v;
+}
+
+template <class T>
+void BM_diag_quadratic(benchmark::State& state, std::int64_t target) {
+  hwy::SetSupportedTargetsForTest(target);
+  const std::int64_t n = state.range(0), d = state.range(1);
+  const std::vector<T> mu = random<T>(n * d, -1, 1, 1), v = random<T>(n * d, 0.5, 2, 2);
+  const std::vector<T> nu = random<T>(n * d, -1, 1, 3), lam = random<T>(n * d, 0.5, 2, 4);
+  std::vector<double> q(n * n);
+  for (auto _ : state) {
+    gausskl::cpu::diag_quadratic(mu.data(), v.data(), n, nu.data(), lam.data(), n, d, q.data(), n);
+    benchmark::DoNotOptimize(q.data());
+    benchmark::ClobberMemory();
+  }
+  const double ijh = static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(d);
+  state.counters["gflops_eq"] =
+      benchmark::Counter(3 * ijh * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["ns_per_ijh"] = benchmark::Counter(
+      ijh * 1e-9, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.SetLabel(gausskl::cpu::diag_quadratic_target());
+  hwy::SetSupportedTargetsForTest(0);
+}
+
+void register_all() {
+  for (const std::int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    const std::string name = hwy::TargetName(target);
+    for (auto* bm : {benchmark::RegisterBenchmark(("BM_diag_quadratic<float>/" + name).c_str(),
+                                                  BM_diag_quadratic<float>, target),
+                     benchmark::RegisterBenchmark(("BM_diag_quadratic<double>/" + name).c_str(),
+                                                  BM_diag_quadratic<double>, target)}) {
+      bm->ArgNames({"N", "D"})
+          ->ArgsProduct({{1024, 4096}, {64, 256}})
+          ->Unit(benchmark::kMillisecond)
+          ->ComputeStatistics("min", [](const std::vector<double>& v) {
+            return *std::min_element(v.begin(), v.end());
+          });
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  register_all();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

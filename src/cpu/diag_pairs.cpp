@@ -1,0 +1,133 @@
+#include "cpu/diag_pairs.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "cpu/diag_quadratic.hpp"
+#include "cpu/diag_terms.hpp"
+#include "cpu/parallel.hpp"
+#include "cpu/stable.hpp"
+
+namespace gausskl::cpu {
+namespace {
+
+constexpr double kUnit = std::numeric_limits<double>::epsilon() / 2;
+
+// Neumaier's compensated sum: error <= 2u sum |x| + O(D u^2), not D u sum |x|.
+struct CompensatedSum {
+  double sum = 0, carry = 0;
+  void add(double x) {
+    const double t = sum + x;
+    carry += std::abs(sum) >= std::abs(x) ? (sum - t) + x : (x - t) + sum;
+    sum = t;
+  }
+  double value() const { return sum + carry; }
+};
+
+}  // namespace
+
+template <class T>
+DiagPairs::DiagPairs(const DiagGaussians<T>& p, const DiagGaussians<T>* q, double tolerance,
+                     int threads)
+    : n_(p.mean.shape[0]),
+      m_(q ? q->mean.shape[0] : p.mean.shape[0]),
+      d_(p.mean.shape[1]),
+      self_(q == nullptr),
+      tolerance_(tolerance),
+      kernel_bound_(diag_quadratic_error_bound<double>(p.mean.shape[1])) {
+  const std::int64_t d = d_;
+  auto unpack = [&](const DiagGaussians<T>& g, std::int64_t rows, bool as_p, bool as_q) {
+    std::vector<double>& mean = as_p ? mu_ : nu_;
+    std::vector<double>& log_b = as_p ? log_b_p_ : log_b_q_;
+    std::vector<double>& sum = as_p ? s_ : t_;
+    std::vector<double>& abs_sum = as_p ? abs_s_ : abs_t_;
+    mean.resize(static_cast<std::size_t>(rows * d));
+    log_b.resize(mean.size());
+    sum.resize(static_cast<std::size_t>(rows));
+    abs_sum.resize(sum.size());
+    if (as_p) v_.resize(mean.size());
+    if (as_q) lam_.resize(mean.size()), inv_b_.resize(mean.size());
+    parallel_for(rows, threads, [&](int, std::int64_t lo, std::int64_t hi) {
+      for (std::int64_t i = lo; i < hi; ++i) {
+        CompensatedSum s;
+        double a = 0;
+        for (std::int64_t h = 0; h < d; ++h) {
+          const std::size_t k = static_cast<std::size_t>(i * d + h);
+          double b = 0, inv_b = 0, lb = 0;
+          diag_terms(g.param, g.scale(i, h), &b, &inv_b, &lb);
+          mean[k] = g.mean(i, h);
+          log_b[k] = lb;
+          if (as_p) v_[k] = b * b;
+          if (as_q) lam_[k] = inv_b * inv_b, inv_b_[k] = inv_b;
+          s.add(2 * lb);
+          a += std::abs(2 * lb);
+        }
+        sum[static_cast<std::size_t>(i)] = s.value();
+        abs_sum[static_cast<std::size_t>(i)] = a;
+      }
+    });
+  };
+  unpack(p, n_, true, self_);
+  if (!self_) unpack(*q, m_, false, true);
+}
+
+double DiagPairs::exact(std::int64_t i, std::int64_t j) const {
+  if (self_ && i == j) return 0;  // KL(p_i || p_i) = 0 by definition, whatever round-off says
+  const double* mu = mu_.data() + i * d_;
+  const double* lp = log_b_p_.data() + i * d_;
+  const double* nu = (self_ ? mu_ : nu_).data() + j * d_;
+  const double* lq = (self_ ? log_b_p_ : log_b_q_).data() + j * d_;
+  const double* inv_b = inv_b_.data() + j * d_;
+  double sum = 0;
+  for (std::int64_t h = 0; h < d_; ++h) {
+    const double a = (mu[h] - nu[h]) * inv_b[h];
+    sum += a * a + expm1_minus_x(2 * (lp[h] - lq[h]));
+  }
+  return 0.5 * sum;
+}
+
+void DiagPairs::finish_row(std::int64_t i, std::int64_t j0, std::int64_t j1, double* row) const {
+  const double d = static_cast<double>(d_);
+  const double s = s_[static_cast<std::size_t>(i)], abs_s = abs_s_[static_cast<std::size_t>(i)];
+  const std::vector<double>& t = self_ ? s_ : t_;
+  const std::vector<double>& abs_t = self_ ? abs_s_ : abs_t_;
+  for (std::int64_t j = j0; j < j1; ++j) {
+    const double q = row[j];
+    const double tj = t[static_cast<std::size_t>(j)];
+    const double two_kl = (q - d) - s + tj;
+    // The kernel's bound on Q, three roundings of the subtraction, and the compensated sums.
+    const double bound =
+        kernel_bound_ * q + kUnit * (3 * (q + d + std::abs(s) + std::abs(tj)) +
+                                     2 * (abs_s + abs_t[static_cast<std::size_t>(j)]));
+    const double kl = 0.5 * two_kl;
+    // Kept if within tolerance and if the bound is a small part of the value itself: a KL near
+    // 0 (duplicates, near-duplicates) is recomputed, so it keeps its relative accuracy and
+    // identical rows give exactly 0.
+    const bool keep = 0.5 * bound <= tolerance_ * (std::abs(kl) + 1) && 0.5 * bound <= 1e-2 * kl;
+    row[j] = keep ? kl : exact(i, j);
+  }
+  if (self_ && i >= j0 && i < j1) row[i] = 0;
+}
+
+void DiagPairs::block(std::int64_t lo, std::int64_t hi, double* out, int threads) const {
+  const std::int64_t rows = hi - lo, m = m_, d = d_;
+  const double* nu = (self_ ? mu_ : nu_).data();
+  // Split rows over the workers; with fewer rows than workers, split columns instead.
+  const bool by_rows = rows >= threads;
+  parallel_for(by_rows ? rows : m, threads, [&](int, std::int64_t a, std::int64_t b) {
+    const std::int64_t i0 = by_rows ? lo + a : lo, i1 = by_rows ? lo + b : hi;
+    const std::int64_t j0 = by_rows ? 0 : a, j1 = by_rows ? m : b;
+    double* first = out + (i0 - lo) * m + j0;
+    diag_quadratic<double>(mu_.data() + i0 * d, v_.data() + i0 * d, i1 - i0, nu + j0 * d,
+                           lam_.data() + j0 * d, j1 - j0, d, first, m);
+    for (std::int64_t i = i0; i < i1; ++i)
+      finish_row(i, j0, j1, out + (i - lo) * m);
+  });
+}
+
+template DiagPairs::DiagPairs(const DiagGaussians<float>&, const DiagGaussians<float>*, double,
+                              int);
+template DiagPairs::DiagPairs(const DiagGaussians<double>&, const DiagGaussians<double>*, double,
+                              int);
+
+}  // namespace gausskl::cpu

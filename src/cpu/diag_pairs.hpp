@@ -1,0 +1,46 @@
+// The all-pairs plan when both sides are diagonal: the hot path of pairwise and knn.
+//
+// 2 KL(p_i || q_j) = Q_ij - D - S_i + T_j with Q_ij = sum_h ((mu_ih - nu_jh)^2 + v_ih) lam_jh
+// from the SIMD kernel (diag_quadratic.hpp, computed in double), S_i = sum_h log v_ih and
+// T_j = sum_h log w_jh (compensated sums). Every entry carries a deterministic error bound: the
+// kernel's relative bound on Q plus the roundings of the final subtraction. Where that bound
+// exceeds `tolerance` * (KL + 1) (near-duplicates, whose KL is a small difference of D-sized
+// numbers), the entry is recomputed by the exact per-dimension form of kl_pair.hpp.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "gausskl/types.hpp"
+
+namespace gausskl::cpu {
+
+class DiagPairs {
+ public:
+  // q == nullptr: q = p. tolerance: the largest |error| / (KL + 1) left un-recomputed.
+  template <class T>
+  DiagPairs(const DiagGaussians<T>& p, const DiagGaussians<T>* q, double tolerance, int threads);
+
+  std::int64_t rows() const { return n_; }
+  std::int64_t cols() const { return m_; }
+
+  // out[(i - lo) * cols() + j] = KL(p_i || q_j) for lo <= i < hi, on `threads` threads.
+  void block(std::int64_t lo, std::int64_t hi, double* out, int threads) const;
+
+  // KL(p_i || q_j) by the exact per-dimension form (0 at j == i when q = p).
+  double exact(std::int64_t i, std::int64_t j) const;
+
+ private:
+  // Finishes row i of a block: the O(1) terms, the bound, and recomputation where needed.
+  void finish_row(std::int64_t i, std::int64_t j0, std::int64_t j1, double* row) const;
+
+  std::int64_t n_, m_, d_;
+  bool self_;
+  double tolerance_, kernel_bound_;
+  // Row-major [N, D] for p and [M, D] for q (q's arrays alias p's when q = p).
+  std::vector<double> mu_, v_, log_b_p_;            // p: mean, variance, log sigma
+  std::vector<double> nu_, lam_, inv_b_, log_b_q_;  // q: mean, precision, 1 / sigma, log sigma
+  std::vector<double> s_, abs_s_, t_, abs_t_;       // per row: sum log v, sum |log v|; q likewise
+};
+
+}  // namespace gausskl::cpu

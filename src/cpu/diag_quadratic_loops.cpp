@@ -1,0 +1,77 @@
+// BLIS-style block-panel loop nest: jc over panels of kDiagNC columns of q, pc over blocks of
+// kDiagKC h, ic over blocks of kDiagMC rows of p, then jr and ir over the micro-tiles.
+#include "cpu/diag_quadratic_loops.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <memory>
+#include <new>
+
+#include "cpu/pack_diag.hpp"
+#include "cpu/tunables.hpp"
+
+namespace gausskl::cpu {
+namespace {
+
+constexpr std::int64_t kPanelValues = 2 * kDiagKC * kDiagNC;
+constexpr std::int64_t kBlockValues = 2 * kDiagKC * kDiagMC;
+
+// The q panel followed by the p block. One per thread, allocated on its first use, so that
+// concurrent calls never share it and a call never allocates; failure to allocate terminates
+// (the callers are noexcept).
+template <class T>
+T* packing_buffer() noexcept {
+  constexpr std::align_val_t kAlign{64};
+  struct Free {
+    void operator()(T* ptr) const noexcept { ::operator delete[](ptr, std::align_val_t{64}); }
+  };
+  thread_local const std::unique_ptr<T[], Free> buffer(
+      static_cast<T*>(::operator new[](sizeof(T) * (kPanelValues + kBlockValues), kAlign)));
+  return buffer.get();
+}
+
+}  // namespace
+
+template <class T>
+void diag_quadratic_loops(const DiagKernel<T>& kernel, const T* mu, const T* v, std::int64_t m,
+                          const T* nu, const T* lam, std::int64_t n, std::int64_t d, double* q,
+                          std::int64_t ldq) noexcept {
+  if (m <= 0 || n <= 0) return;
+  if (d <= 0) {
+    for (std::int64_t i = 0; i < m; ++i)
+      std::fill(q + i * ldq, q + i * ldq + n, 0.0);
+    return;
+  }
+  const std::int64_t mr = kernel.tile.mr, nr = kernel.tile.nr;
+  // Panels hold whole micro-panels, padding included.
+  const std::int64_t nc = kDiagNC / nr * nr, mc = kDiagMC / mr * mr;
+  T* const q_panel = packing_buffer<T>();
+  T* const p_block = q_panel + kPanelValues;
+  for (std::int64_t jc = 0; jc < n; jc += nc) {
+    const std::int64_t nc_cur = std::min(nc, n - jc);
+    for (std::int64_t pc = 0; pc < d; pc += kDiagKC) {
+      const std::int64_t kc_cur = std::min(kDiagKC, d - pc);
+      pack_diag_q(nu + jc * d + pc, lam + jc * d + pc, d, nc_cur, kc_cur, nr, q_panel);
+      for (std::int64_t ic = 0; ic < m; ic += mc) {
+        const std::int64_t mc_cur = std::min(mc, m - ic);
+        pack_diag_p(mu + ic * d + pc, v + ic * d + pc, d, mc_cur, kc_cur, mr, p_block);
+        for (std::int64_t jr = 0; jr < nc_cur; jr += nr) {
+          for (std::int64_t ir = 0; ir < mc_cur; ir += mr) {
+            kernel.ukr(std::min(mr, mc_cur - ir), std::min(nr, nc_cur - jr), kc_cur,
+                       p_block + ir * 2 * kDiagKC, q_panel + jr * 2 * kc_cur, pc > 0,
+                       q + (ic + ir) * ldq + jc + jr, ldq, kernel.tile);
+          }
+        }
+      }
+    }
+  }
+}
+
+template void diag_quadratic_loops(const DiagKernel<float>&, const float*, const float*,
+                                   std::int64_t, const float*, const float*, std::int64_t,
+                                   std::int64_t, double*, std::int64_t) noexcept;
+template void diag_quadratic_loops(const DiagKernel<double>&, const double*, const double*,
+                                   std::int64_t, const double*, const double*, std::int64_t,
+                                   std::int64_t, double*, std::int64_t) noexcept;
+
+}  // namespace gausskl::cpu
