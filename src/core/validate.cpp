@@ -95,44 +95,49 @@ void check_finite2(const char* op, const std::string& name, const View<T, 2>& v)
   }
 }
 
-// The variance implied by a diagonal parameter value, in double.
-double implied_variance(DiagParam p, double x) {
+// The parameter values whose implied variance lies in [kMinVariance, kMaxVariance], in the
+// parameter's own units, so that the check per element is two comparisons (NaN fails both).
+struct Accepted {
+  double lo, hi;
+};
+
+Accepted accepted(DiagParam p) {
   switch (p) {
     case DiagParam::stddev:
-      return x * x;
+      return {std::sqrt(kMinVariance), std::sqrt(kMaxVariance)};
     case DiagParam::var:
-      return x;
+      return {kMinVariance, kMaxVariance};
     case DiagParam::logvar:
-      return std::exp(x);
+      return {std::log(kMinVariance), std::log(kMaxVariance)};
     case DiagParam::precision:
-      return 1.0 / x;
+      return {1 / kMaxVariance, 1 / kMinVariance};
   }
-  return x;
+  return {kMinVariance, kMaxVariance};
 }
 
 // `where` builds the location text, only on failure (this runs once per input element).
 template <class T, class Where>
-void check_variance(const char* op, const std::string& name, DiagParam p, T x, Where where) {
-  if (p != DiagParam::logvar && !(std::isfinite(x) && x > 0)) {
-    fail(op, name + " must be positive and finite, found " + show(x) + " at " + where());
-  }
+void check_variance(const char* op, const std::string& name, DiagParam p, const Accepted& ok, T x,
+                    Where where) {
+  const double value = x;
+  if (value >= ok.lo && value <= ok.hi) return;
   if (p == DiagParam::logvar && !std::isfinite(x)) {
     fail(op, name + " must be finite, found " + show(x) + " at " + where());
   }
-  const double v = implied_variance(p, static_cast<double>(x));
-  if (!(v >= kMinVariance && v <= kMaxVariance)) {
-    fail(op,
-         name + " gives a variance outside [1e-300, 1e300], found " + show(x) + " at " + where());
+  if (p != DiagParam::logvar && !(std::isfinite(x) && x > 0)) {
+    fail(op, name + " must be positive and finite, found " + show(x) + " at " + where());
   }
+  fail(op, name + " gives a variance outside [1e-300, 1e300], found " + show(x) + " at " + where());
 }
 
 template <class T>
 void validate_diag(const char* op, const std::string& side, const DiagGaussians<T>& g) {
   const std::string name = side + ".scale (" + param_name(g.param) + ")";
+  const Accepted ok = accepted(g.param);
   check_shape(op, side + ".scale", g.scale, g.mean.shape);
   for (std::int64_t i = 0; i < g.scale.shape[0]; ++i) {
     for (std::int64_t h = 0; h < g.scale.shape[1]; ++h) {
-      check_variance(op, name, g.param, g.scale(i, h), [=] { return at2(i, h); });
+      check_variance(op, name, g.param, ok, g.scale(i, h), [=] { return at2(i, h); });
     }
   }
 }
@@ -202,6 +207,7 @@ void validate_low_rank(const char* op, const std::string& side, const LowRankGau
   check_shape(op, side + ".cov_diag", g.cov_diag, g.mean.shape);
   checked_mul(op, checked_mul(op, n, d, "N * D * R"), r, "N * D * R");
   const std::string diag_name = side + ".cov_diag";
+  const Accepted ok = accepted(DiagParam::var);
   for (std::int64_t i = 0; i < n; ++i) {
     for (std::int64_t h = 0; h < d; ++h) {
       for (std::int64_t k = 0; k < r; ++k) {
@@ -210,7 +216,8 @@ void validate_low_rank(const char* op, const std::string& side, const LowRankGau
           fail(op, side + ".cov_factor must be finite, found " + show(x) + " at " + at3(i, h, k));
         }
       }
-      check_variance(op, diag_name, DiagParam::var, g.cov_diag(i, h), [=] { return at2(i, h); });
+      check_variance(op, diag_name, DiagParam::var, ok, g.cov_diag(i, h),
+                     [=] { return at2(i, h); });
     }
   }
 }
