@@ -68,7 +68,8 @@ TEST(PairwiseKl, Dimensions) {
   Rng rng(21);
   for (const Layout& lp : family_layouts())
     for (const Layout& lq : family_layouts())
-      for (const Data data : {Data::random, Data::adversarial, Data::near_duplicate_1e8}) {
+      for (const Data data :
+           {Data::random, Data::adversarial, Data::near_duplicate_1e4, Data::near_duplicate_1e8}) {
         if (q_derived_from_p(data) && lp.family != lq.family) continue;
         const bool full = lp.family == Family::full || lq.family == Family::full;
         const bool low = lp.family == Family::lowrank || lq.family == Family::lowrank;
