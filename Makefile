@@ -7,7 +7,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS := -G Ninja -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: deps build python demo test test-release test-asan format format-check bench clean
+.PHONY: deps build python demo test test-release test-asan test-tsan format format-check bench clean
 
 deps:
 	@scripts/install_deps.sh
@@ -26,7 +26,7 @@ demo: build python
 
 # Everything: format check, Release build with warnings as errors (ctest + CLI pytest), then
 # the same suites under AddressSanitizer + UndefinedBehaviorSanitizer.
-test: deps format-check test-release test-asan
+test: deps format-check test-release test-asan test-tsan
 
 test-release: build python
 	@echo "== ctest (Release)"
@@ -45,6 +45,16 @@ test-asan: deps
 	@echo "== pytest: CLI (ASan + UBSan)"
 	@GAUSSKL_CLI=$(CURDIR)/build-asan/gausskl $(PY) -m pytest -q tests/cli
 
+# The library under ThreadSanitizer: concurrent calls, and the operations' own worker threads.
+test-tsan: deps
+	@$(CMAKE) -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGAUSSKL_TSAN=ON \
+	  -DGAUSSKL_BUILD_CLI=OFF >/dev/null
+	@$(CMAKE) --build build-tsan -j $(JOBS) --target gausskl_core_tests
+	@echo "== ThreadSanitizer: concurrency and threaded operations"
+	@build-tsan/tests/gausskl_core_tests \
+	  --gtest_filter='Concurrency.*:PairwiseKl.SameResults*:KnnKl.SameResults*:Kl.SameResults*' \
+	  --gtest_brief=1
+
 FORMAT_FILES = $(shell git ls-files '*.cpp' '*.hpp')
 format:
 	@clang-format -i $(FORMAT_FILES)
@@ -58,4 +68,4 @@ bench: deps
 	@build/bench/gausskl_bench_rowwise --benchmark_counters_tabular=true
 
 clean:
-	rm -rf build build-asan build-python demo-data
+	rm -rf build build-asan build-tsan build-python demo-data
