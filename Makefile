@@ -7,7 +7,8 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS := -G Ninja -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: deps build python demo test test-release test-asan test-tsan format format-check bench clean
+.PHONY: deps build python demo test test-release test-asan test-tsan test-fuzz fuzz format \
+  format-check bench clean
 
 deps:
 	@scripts/install_deps.sh
@@ -26,7 +27,7 @@ demo: build python
 
 # Everything: format check, Release build with warnings as errors (ctest + CLI pytest), then
 # the same suites under AddressSanitizer + UndefinedBehaviorSanitizer.
-test: deps format-check test-release test-asan test-tsan
+test: deps format-check test-release test-asan test-tsan test-fuzz
 
 test-release: build python
 	@echo "== ctest (Release)"
@@ -55,6 +56,17 @@ test-tsan: deps
 	  --gtest_filter='Concurrency.*:PairwiseKl.SameResults*:KnnKl.SameResults*:Kl.SameResults*' \
 	  --gtest_brief=1
 
+# The file readers' libFuzzer targets (clang, ASan + UBSan): replay the seed corpus and every
+# crash reproducer, then fuzz each reader for a few seconds.
+test-fuzz: deps
+	@echo "== fuzz: corpus replay and smoke"
+	@scripts/fuzz.sh smoke
+
+# Longer fuzzing, FUZZ_SECONDS per reader; the growing corpus stays in build-fuzz/corpus.
+FUZZ_SECONDS ?= 300
+fuzz: deps
+	@scripts/fuzz.sh run $(FUZZ_SECONDS)
+
 FORMAT_FILES = $(shell git ls-files '*.cpp' '*.hpp')
 format:
 	@clang-format -i $(FORMAT_FILES)
@@ -68,4 +80,4 @@ bench: deps
 	@build/bench/gausskl_bench_rowwise --benchmark_counters_tabular=true
 
 clean:
-	rm -rf build build-asan build-tsan build-python demo-data
+	rm -rf build build-asan build-tsan build-python build-fuzz demo-data

@@ -7,6 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "gausskl/version.hpp"
+#include "io/atomic_file.hpp"
 
 namespace {
 
@@ -33,6 +34,13 @@ void add_common(CLI::App* cmd, Args& args, const char* out_help) {
       ->check(CLI::IsMember({"float32", "float64"}));
   cmd->add_option("--threads", args.threads, "worker threads (default 0: all cores)")
       ->check(CLI::Range(0, 4096));
+  cmd->add_option("--memory-budget", args.memory_budget,
+                  "working memory for the blocks of pairwise and knn, e.g. 512M or 2G "
+                  "(default 128M); inputs and the knn result come on top")
+      ->transform(CLI::AsSizeValue(false));
+  cmd->add_flag("--quiet", args.quiet,
+                "no progress line on stderr (none is shown when stderr "
+                "is not a terminal either)");
 }
 
 int usage_error(const std::string& message) {
@@ -96,6 +104,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return usage_error(e.what());
   }
+  gausskl::io::remove_temporaries_on_signal();
 
   try {
     if (args.exclude_self && !args.q.empty()) {

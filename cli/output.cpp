@@ -35,13 +35,26 @@ constexpr io::DType dtype_of() {
   return sizeof(U) == 4 ? io::DType::float32 : io::DType::float64;
 }
 
-void check_write(std::FILE* f, int result) {
-  if (result < 0 || std::ferror(f)) throw std::runtime_error("[write] writing the output failed");
+void check_write(const Output& out, std::FILE* f, int result) {
+  if (result < 0 || std::ferror(f)) {
+    throw std::runtime_error("[write] " + out.name() + ": writing failed");
+  }
+}
+
+// Runs a write through the file layer, whose messages name the format; adds the path.
+template <class Write>
+void naming_the_file(const Output& out, Write&& write) {
+  try {
+    write();
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(std::string(e.what()) + " (writing " + out.name() + ")");
+  }
 }
 
 }  // namespace
 
-Output::Output(const std::string& path, const std::vector<Format>& allowed) : path_(path) {
+Output::Output(const std::string& path, const std::vector<Format>& allowed)
+    : path_(path), name_(path == "-" ? "stdout" : path) {
   if (path == "-") {
     format_ = Format::csv;
     return;
@@ -78,7 +91,7 @@ MatrixWriter<U>::MatrixWriter(Output& out, std::int64_t rows, std::int64_t cols)
   std::vector<std::int64_t> shape{rows};
   if (cols > 0) shape.push_back(cols);
   const io::NpyPreamble preamble = io::make_npy_preamble(dtype_of<U>(), shape);
-  io::write_all(out.file(), preamble.bytes.data(), preamble.bytes.size(), ".npy output");
+  io::write_all(out.file(), preamble.bytes.data(), preamble.bytes.size(), out.name());
 }
 
 template <class U>
@@ -86,9 +99,9 @@ void MatrixWriter<U>::append(std::int64_t rows, const U* data) {
   const std::int64_t cols = cols_ > 0 ? cols_ : 1;
   if (out_.format() == Format::npy) {
     io::write_all(out_.file(), data, static_cast<std::size_t>(rows * cols) * sizeof(U),
-                  ".npy output");
+                  out_.name());
   } else {
-    io::write_csv(out_.file(), rows, cols, data);
+    naming_the_file(out_, [&] { io::write_csv(out_.file(), rows, cols, data); });
   }
 }
 
@@ -100,19 +113,20 @@ void write_knn(Output& out, std::int64_t rows, std::int64_t k, const std::int64_
         {"indices", io::DType::int64, {rows, k}, indices},
         {"kl", dtype_of<U>(), {rows, k}, values},
     };
-    io::write_npz(out.file(), entries);
+    naming_the_file(out, [&] { io::write_npz(out.file(), entries); });
     return;
   }
   std::FILE* f = out.file();
-  check_write(f, std::fputs("p,rank,q,kl\n", f));
+  check_write(out, f, std::fputs("p,rank,q,kl\n", f));
   char value[64];
   for (std::int64_t i = 0; i < rows; ++i) {
     for (std::int64_t r = 0; r < k; ++r) {
       auto [end, ec] = std::to_chars(value, value + sizeof value, values[i * k + r]);
       *end = '\0';
-      check_write(f, std::fprintf(f, "%lld,%lld,%lld,%s\n", static_cast<long long>(i),
-                                  static_cast<long long>(r),
-                                  static_cast<long long>(indices[i * k + r]), value));
+      check_write(out, f,
+                  std::fprintf(f, "%lld,%lld,%lld,%s\n", static_cast<long long>(i),
+                               static_cast<long long>(r),
+                               static_cast<long long>(indices[i * k + r]), value));
     }
   }
 }

@@ -21,11 +21,13 @@ class Output {
   Output(const std::string& path, const std::vector<Format>& allowed);
 
   Format format() const { return format_; }
+  // The path, or "stdout", for messages.
+  const std::string& name() const { return name_; }
   std::FILE* file();
   void commit();
 
  private:
-  std::string path_;
+  std::string path_, name_;
   Format format_;
   std::unique_ptr<io::AtomicFile> atomic_;  // empty for stdout
 };

@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "io/temporary_files.hpp"
+
 namespace gausskl::io {
 namespace {
 
@@ -65,6 +67,7 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
 
   // Same folder as the target, so rename() stays on one file system and is atomic.
   temp_path_ = prefix + "." + name + ".XXXXXX.tmp";
+  const HandledSignalsBlocked blocked;
   const int fd = ::mkstemps(temp_path_.data(), 4);
   if (fd < 0) {
     throw std::runtime_error("[write] " + path_ +
@@ -77,11 +80,23 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
     ::unlink(temp_path_.c_str());
     throw std::runtime_error("[write] " + path_ + ": " + std::strerror(error));
   }
+  try {
+    registration_ = register_temporary(temp_path_);
+  } catch (const std::runtime_error& e) {
+    std::fclose(std::exchange(file_, nullptr));
+    ::unlink(temp_path_.c_str());
+    throw std::runtime_error("[write] " + path_ + ": " + e.what());
+  }
 }
 
 AtomicFile::~AtomicFile() {
   if (file_ != nullptr) std::fclose(file_);
-  if (!committed_) ::unlink(temp_path_.c_str());
+  if (registration_ >= 0) remove_temporary();
+}
+
+void AtomicFile::remove_temporary() {
+  ::unlink(temp_path_.c_str());
+  unregister_temporary(std::exchange(registration_, -1));
 }
 
 void AtomicFile::commit() {
@@ -97,10 +112,11 @@ void AtomicFile::commit() {
     failure = std::strerror(errno);
   }
   if (!failure.empty()) {
-    ::unlink(temp_path_.c_str());
+    remove_temporary();
     throw std::runtime_error("[write] " + path_ + ": " + failure);
   }
-  committed_ = true;
+  // Unregistered only now: a signal before the rename must still find the temporary file.
+  unregister_temporary(std::exchange(registration_, -1));
   const std::string prefix = folder_prefix(path_);
   sync_folder(prefix.empty() ? "." : prefix);
 }

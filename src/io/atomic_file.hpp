@@ -3,7 +3,8 @@
 // Writes go to a temporary file in the same folder (so the final rename stays on one file
 // system and is atomic); commit() flushes, syncs and renames it over the target. If commit()
 // is never reached (an error, an exception), the destructor removes the temporary file and any
-// existing file under the target name is left untouched.
+// existing file under the target name is left untouched. After remove_temporaries_on_signal(),
+// so does a SIGINT, SIGTERM, SIGHUP or SIGXFSZ that ends the process.
 #pragma once
 
 #include <cstdio>
@@ -26,10 +27,17 @@ class AtomicFile {
   void commit();
 
  private:
+  void remove_temporary();
+
   std::string path_;
   std::string temp_path_;
   std::FILE* file_ = nullptr;
-  bool committed_ = false;
+  int registration_ = -1;  // the temporary file's slot in the registry while it exists
 };
+
+// Installs handlers for SIGINT, SIGTERM, SIGHUP and SIGXFSZ that unlink the temporary files of
+// every live AtomicFile, then end the process by the same signal with its default action.
+// Signals that are ignored (nohup, background jobs) stay ignored. Call once, early in main().
+void remove_temporaries_on_signal();
 
 }  // namespace gausskl::io

@@ -20,24 +20,30 @@ std::vector<std::pair<std::string, Array>> read_archive(const RandomAccessInput&
   const std::string& path = file.path();
   const ZipDirectory directory = read_zip_directory(file);
 
-  // Check every name before reading any data, so a bad archive fails fast and cheaply.
+  // Check every name and where each entry lies before reading any data, so a bad archive fails
+  // fast and cheaply.
   std::set<std::string_view> seen;
+  std::vector<std::uint64_t> data_offsets;
+  data_offsets.reserve(directory.entries.size());
   for (const auto& entry : directory.entries) {
+    const std::string where = entry_where(path, entry);
     if (!entry.name.ends_with(kSuffix)) {
-      throw_read_error(entry_where(path, entry),
-                       "not a .npy array (entry names must end in '.npy')");
+      throw_read_error(where, "not a .npy array (entry names must end in '.npy')");
     }
     if (!seen.insert(entry.name).second) {
-      throw_read_error(entry_where(path, entry), "the name appears twice in the archive");
+      throw_read_error(where, "the name appears twice in the archive");
     }
+    data_offsets.push_back(zip_entry_data_offset(file, directory, entry, where));
   }
+  check_entries_apart(directory, data_offsets, path);
 
   std::vector<std::pair<std::string, Array>> arrays;
   arrays.reserve(directory.entries.size());
-  for (const auto& entry : directory.entries) {
+  for (std::size_t i = 0; i < directory.entries.size(); ++i) {
+    const ZipEntry& entry = directory.entries[i];
     const std::string where = entry_where(path, entry);
-    const std::uint64_t data_offset = zip_entry_data_offset(file, directory, entry, where);
-    ZipEntrySource source(file, entry, data_offset, where);
+    ZipEntrySource source(file, entry, data_offsets[i], where);
+    source.prove_declared_size();
     Array array = read_npy_image(source, where);
     source.finish();
     arrays.emplace_back(entry.name.substr(0, entry.name.size() - kSuffix.size()), std::move(array));

@@ -19,7 +19,8 @@ struct EndRecord {
   std::uint64_t directory_limit = 0;  // the directory must end at or before this offset
 };
 
-std::vector<std::byte> read_bytes(const RandomAccessInput& file, std::uint64_t offset, std::size_t size) {
+std::vector<std::byte> read_bytes(const RandomAccessInput& file, std::uint64_t offset,
+                                  std::size_t size) {
   std::vector<std::byte> bytes(size);
   file.read_at(offset, bytes);
   return bytes;
@@ -201,6 +202,27 @@ std::uint64_t zip_entry_data_offset(const RandomAccessInput& file, const ZipDire
     throw_read_error(where, "local header names it " + quote_for_message(local_name));
   }
   return data_offset;
+}
+
+void check_entries_apart(const ZipDirectory& directory, std::span<const std::uint64_t> data_offsets,
+                         const std::string& where) {
+  const auto& entries = directory.entries;
+  std::vector<std::size_t> order(entries.size());
+  for (std::size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return entries[a].local_header_offset < entries[b].local_header_offset;
+  });
+  for (std::size_t k = 1; k < order.size(); ++k) {
+    const std::size_t before = order[k - 1], after = order[k];
+    // zip_entry_data_offset() checked that the data ends before the directory: no overflow.
+    if (data_offsets[before] + entries[before].compressed_size >
+        entries[after].local_header_offset) {
+      throw_read_error(where, "entries " + quote_for_message(entries[before].name) + " and " +
+                                  quote_for_message(entries[after].name) +
+                                  " overlap (a zip bomb or a damaged archive)");
+    }
+  }
 }
 
 }  // namespace gausskl::io

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -34,5 +35,12 @@ ZipDirectory read_zip_directory(const RandomAccessInput& file);
 // entry. Checks that the data lies before the directory. `where` names the entry in errors.
 std::uint64_t zip_entry_data_offset(const RandomAccessInput& file, const ZipDirectory& directory,
                                     const ZipEntry& entry, const std::string& where);
+
+// Checks that no two entries share bytes: each one's local header and data,
+// [local_header_offset, data_offsets[i] + compressed_size), lies apart from every other's.
+// Overlapping entries are how a small zip bomb makes many entries inflate the same
+// compressed bytes again and again. `data_offsets[i]` is entry i's zip_entry_data_offset().
+void check_entries_apart(const ZipDirectory& directory, std::span<const std::uint64_t> data_offsets,
+                         const std::string& where);
 
 }  // namespace gausskl::io

@@ -134,4 +134,21 @@ void ZipEntrySource::finish() {
   }
 }
 
+void ZipEntrySource::prove_declared_size() {
+  if (!inflating_ || entry_.uncompressed_size <= entry_.compressed_size) return;
+  std::vector<std::byte> scratch(kInputChunk);
+  while (remaining() > 0) {
+    read(std::span(scratch).first(
+        static_cast<std::size_t>(std::min<std::uint64_t>(remaining(), scratch.size()))));
+  }
+  finish();
+  if (inflateReset(&stream_) != Z_OK) {
+    throw std::runtime_error("[read] " + where_ + ": cannot restart zlib");
+  }
+  stream_.avail_in = 0;
+  produced_ = consumed_ = 0;
+  crc_ = 0;
+  stream_ended_ = false;
+}
+
 }  // namespace gausskl::io

@@ -33,6 +33,12 @@ class ZipEntrySource final : public ByteSource {
   // size and that the CRC-32 matches.
   void finish();
 
+  // For a deflate entry that declares more bytes than it occupies in the archive: inflates it
+  // once without keeping the output and checks it as finish() does, then starts over. Memory
+  // for the entry is allocated only after this, so a declared size that is a lie costs no
+  // allocation. Stored entries occupy what they declare: nothing to do.
+  void prove_declared_size();
+
  private:
   [[noreturn]] void fail(const std::string& what) const;
   void refill();

@@ -2,10 +2,14 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 
 #include "io_test_util.hpp"
 
@@ -148,6 +152,80 @@ TEST(AtomicFile, FailedWriteIsReportedAtCommit) {
   const std::string message = error_message<std::runtime_error>([&] { file.commit(); });
   EXPECT_TRUE(Contains(message, "[write] " + path + ": a write to the file failed"));
   EXPECT_TRUE(dir.names().empty());
+}
+
+// Runs `child` in a forked process and returns its wait status. The child never returns into
+// the test framework: it ends by a signal or by _exit(0) when `child` returns.
+template <typename F>
+int wait_status_of(F&& child) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    child();
+    ::_exit(0);
+  }
+  int status = 0;
+  EXPECT_EQ(::waitpid(pid, &status, 0), pid);
+  return status;
+}
+
+class AtomicFileSignal : public ::testing::TestWithParam<int> {};
+
+TEST_P(AtomicFileSignal, RemovesTemporaryFilesThenDiesBySignal) {
+  const int signal = GetParam();
+  test::TempDir dir;
+  std::ofstream(dir.file("out.npy")) << "precious";
+  std::ofstream(dir.file("done.csv")) << "old";
+  const int status = wait_status_of([&] {
+    remove_temporaries_on_signal();
+    AtomicFile done(dir.file("done.csv"));
+    put(done, "committed");
+    done.commit();
+    AtomicFile first(dir.file("out.npy"));
+    AtomicFile second(dir.file("other.npy"));
+    put(first, "partial");
+    ::raise(signal);
+  });
+  ASSERT_TRUE(WIFSIGNALED(status)) << "wait status " << status;
+  EXPECT_EQ(WTERMSIG(status), signal);
+  auto names = dir.names();
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"done.csv", "out.npy"}));
+  EXPECT_EQ(contents(dir.file("out.npy")), "precious");
+  EXPECT_EQ(contents(dir.file("done.csv")), "committed");
+}
+
+INSTANTIATE_TEST_SUITE_P(Signals, AtomicFileSignal,
+                         ::testing::Values(SIGINT, SIGTERM, SIGHUP, SIGXFSZ),
+                         [](const auto& param) { return std::string(sigabbrev_np(param.param)); });
+
+TEST(AtomicFile, SignalIgnoredBeforeInstallingStaysIgnored) {
+  test::TempDir dir;
+  const int status = wait_status_of([&] {
+    std::signal(SIGHUP, SIG_IGN);
+    remove_temporaries_on_signal();
+    AtomicFile file(dir.file("out.npy"));
+    ::raise(SIGHUP);
+    put(file, "survived");
+    file.commit();
+  });
+  ASSERT_TRUE(WIFEXITED(status)) << "wait status " << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(contents(dir.file("out.npy")), "survived");
+}
+
+TEST(AtomicFile, TooManyAtOnceIsRuntimeErrorAndLeavesNothing) {
+  test::TempDir dir;
+  std::vector<std::unique_ptr<AtomicFile>> files;
+  for (int i = 0; i < 64; ++i)
+    files.push_back(std::make_unique<AtomicFile>(dir.file(std::to_string(i))));
+  const std::string path = dir.file("one_more");
+  const std::string message = error_message<std::runtime_error>([&] { AtomicFile file(path); });
+  EXPECT_EQ(message, "[write] " + path + ": more than 64 output files are being written at once");
+  EXPECT_EQ(dir.names().size(), 64u);
+  files.pop_back();  // frees a slot
+  AtomicFile file(path);
+  files.clear();
+  EXPECT_EQ(dir.names().size(), 1u);
 }
 
 }  // namespace

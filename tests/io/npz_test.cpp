@@ -259,6 +259,55 @@ TEST_F(NpzTest, RejectsZipBombClaimBeforeAllocating) {
                        "bytes, more than deflate can produce"));
 }
 
+TEST_F(NpzTest, DeflateSizeClaimIsProvenBeforeTheImageIsRead) {
+  // The entry claims 4 KiB (within what deflate could produce from its compressed bytes) but
+  // holds 100 bytes that are not even a .npy image. Inflating to check the claim comes first,
+  // so the lie is what is reported, before any header is parsed or memory allocated for it.
+  std::vector<std::byte> garbage(100, std::byte{'x'});
+  const auto zip = make_zip({{"a.npy", 8, deflate_raw(garbage), 4096, crc_of(garbage)}});
+  EXPECT_TRUE(Contains(read_error(zip),
+                       "entry 'a.npy': deflate data ends after 100 of the declared 4096 bytes"));
+}
+
+TEST_F(NpzTest, ProvingTheSizeChecksTheCrcToo) {
+  const auto packed = deflate_raw(npy_);
+  ASSERT_LT(packed.size(), npy_.size());
+  const auto zip = make_zip({{"a.npy", 8, packed, npy_.size(), crc_of(npy_) ^ 1}});
+  EXPECT_TRUE(Contains(read_error(zip), "entry 'a.npy': CRC-32 mismatch"));
+}
+
+TEST_F(NpzTest, RejectsOverlappingEntries) {
+  // Entries sharing compressed bytes let a small archive inflate them over and over (the
+  // overlapping zip bomb). Make mean.npy's data run one byte into std.npy's local header.
+  auto zip = test::read_bytes(fixture("savez.npz"));
+  const auto headers = central_headers(zip);
+  const std::size_t std_local = get_le(zip, headers[1] + kLocalOffset, 4);
+  const std::size_t mean_size = std_local - data_start(zip, headers[0]) + 1;
+  put_le(zip, headers[0] + kCompressed, mean_size, 4);
+  put_le(zip, headers[0] + kSize, mean_size, 4);
+  EXPECT_TRUE(Contains(read_error(zip), "[read] " + path_ +
+                                            ": entries 'mean.npy' and 'std.npy' overlap (a zip "
+                                            "bomb or a damaged archive)"));
+}
+
+TEST_F(NpzTest, ParsesArchivesInMemoryAsFromFiles) {
+  for (const char* name : {"savez.npz", "savez_compressed.npz"}) {
+    const auto bytes = test::read_bytes(fixture(name));
+    const auto from_memory = parse_npz(bytes, "memory.npz");
+    const auto from_file = read_npz(fixture(name));
+    ASSERT_EQ(from_memory.size(), from_file.size()) << name;
+    for (std::size_t i = 0; i < from_file.size(); ++i) {
+      EXPECT_EQ(from_memory[i].first, from_file[i].first);
+      EXPECT_EQ(from_memory[i].second.shape, from_file[i].second.shape);
+      EXPECT_EQ(from_memory[i].second.data, from_file[i].second.data);
+    }
+  }
+  auto zip = test::read_bytes(fixture("savez.npz"));
+  zip.resize(zip.size() - 1);
+  EXPECT_TRUE(Contains(error_message<std::invalid_argument>([&] { parse_npz(zip, "memory.npz"); }),
+                       "[read] memory.npz: not a zip archive"));
+}
+
 TEST_F(NpzTest, RejectsBadCrc) {
   for (const char* name : {"savez.npz", "savez_compressed.npz"}) {
     auto zip = test::read_bytes(fixture(name));
