@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/names.hpp"
 #include "core/validate.hpp"
 #include "cpu/all_pairs.hpp"
 #include "cpu/backend.hpp"
@@ -36,16 +37,7 @@ void check_size(const char* op, const char* name, std::size_t got, std::int64_t 
 template <class T>
 const char* full_param_name(const Gaussians<T>& g) {
   const auto* full = std::get_if<FullGaussians<T>>(&g.variant());
-  if (!full) return "scale";
-  switch (full->param) {
-    case FullParam::scale_tril:
-      return "scale_tril";
-    case FullParam::covariance:
-      return "covariance";
-    case FullParam::precision_matrix:
-      return "precision_matrix";
-  }
-  return "scale";
+  return full ? detail::param_name(full->param) : "scale";
 }
 
 // Runs a backend call; turns a failed factorization and a failed allocation into errors.

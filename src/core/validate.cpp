@@ -7,35 +7,10 @@
 #include <type_traits>
 
 #include "core/error.hpp"
+#include "core/names.hpp"
 
 namespace gausskl::detail {
 namespace {
-
-const char* param_name(DiagParam p) {
-  switch (p) {
-    case DiagParam::stddev:
-      return "std";
-    case DiagParam::var:
-      return "var";
-    case DiagParam::logvar:
-      return "logvar";
-    case DiagParam::precision:
-      return "precision";
-  }
-  return "?";
-}
-
-const char* param_name(FullParam p) {
-  switch (p) {
-    case FullParam::scale_tril:
-      return "scale_tril";
-    case FullParam::covariance:
-      return "covariance";
-    case FullParam::precision_matrix:
-      return "precision_matrix";
-  }
-  return "?";
-}
 
 std::string at2(std::int64_t i, std::int64_t h) {
   return "row " + std::to_string(i) + ", column " + std::to_string(h);

@@ -15,6 +15,16 @@ double squared_norm(const double* x, std::int64_t n) {
   return s;
 }
 
+// x <- Bq^{-1} x.
+void solve_base(const Prepared& q, double* x) {
+  if (q.tri) {
+    solve_lower(q.base, q.d, q.d, x);
+  } else {
+    for (std::int64_t i = 0; i < q.d; ++i)
+      x[i] *= q.inv[i];
+  }
+}
+
 // t = Q^T y for q's basis Q (k doubles).
 void project(const Prepared& q, const double* y, double* t) {
   const std::int64_t k = q.k;
@@ -107,24 +117,14 @@ double two_kl(const Prepared& p, const Prepared& q, double* scratch) {
   for (std::int64_t s = 0; s < p.r; ++s) {
     for (std::int64_t i = 0; i < d; ++i)
       col[i] = p.factor[i * p.r + s];
-    if (q.tri) {
-      solve_lower(q.base, d, d, col);
-    } else {
-      for (std::int64_t i = 0; i < d; ++i)
-        col[i] *= q.inv[i];
-    }
+    solve_base(q, col);
     sum += whitened_norm(q, col, t);
   }
 
   // Mean term.
   for (std::int64_t i = 0; i < d; ++i)
     a[i] = p.mean[i] - q.mean[i];
-  if (q.tri) {
-    solve_lower(q.base, d, d, a);
-  } else {
-    for (std::int64_t i = 0; i < d; ++i)
-      a[i] *= q.inv[i];
-  }
+  solve_base(q, a);
   sum += whitened_norm(q, a, t);
 
   const double two_kl = sum + shrink + (q.logdet_c - p.logdet_c);

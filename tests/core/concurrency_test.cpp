@@ -16,13 +16,6 @@
 namespace gausskl::test {
 namespace {
 
-Layout layout_of(Family family) {
-  for (const Layout& layout : all_layouts()) {
-    if (layout.family == family) return layout;
-  }
-  throw std::logic_error("no layout");
-}
-
 TEST(Concurrency, CallsFromSeveralThreadsGiveTheirSerialResults) {
   Rng rng(50);
   std::vector<Batch<double>> ps, qs;

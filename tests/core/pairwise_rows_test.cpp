@@ -14,13 +14,6 @@
 namespace gausskl::test {
 namespace {
 
-Layout layout_of(Family family) {
-  for (const Layout& layout : all_layouts()) {
-    if (layout.family == family) return layout;
-  }
-  throw std::logic_error("no layout");
-}
-
 TEST(PairwiseKlRows, BlocksInOrderEqualTheWholeMatrixForAnyBudget) {
   Rng rng(40);
   for (const Family family : {Family::diag, Family::full, Family::lowrank}) {

@@ -192,6 +192,13 @@ std::vector<Layout> all_layouts() {
   return out;
 }
 
+Layout layout_of(Family family) {
+  for (const Layout& layout : all_layouts()) {
+    if (layout.family == family) return layout;
+  }
+  return {};
+}
+
 std::vector<Layout> family_layouts() {
   return {{Family::diag}, {Family::full}, {Family::lowrank}};
 }

@@ -78,6 +78,7 @@ struct Layout {
 
 std::vector<Layout> all_layouts();       // diag x 4, full x 3, low rank
 std::vector<Layout> family_layouts();    // std, scale_tril, low rank
+Layout layout_of(Family family);         // the family's first layout: std, scale_tril, low rank
 std::string name(const Layout& layout);  // e.g. "diag/logvar", "full/scale_tril", "lowrank"
 std::string name(Family family);
 std::string pair_name(Family p, Family q);  // e.g. "diag/full"
