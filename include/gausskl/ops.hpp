@@ -17,7 +17,8 @@
 namespace gausskl {
 
 // Row-wise: out[i] = KL(p_i || q_i) for i < N. p and q have equal N, or one of them has N = 1
-// and is paired with every row of the other. out has N = max(p.n, q.n) elements.
+// and is paired with every row of the other: out has the other side's N elements (so 0 when
+// that side is empty).
 GAUSSKL_API void kl(const Gaussians<float>& p, const Gaussians<float>& q, std::span<float> out,
                     const Options& options = {});
 GAUSSKL_API void kl(const Gaussians<float>& p, const Gaussians<float>& q, std::span<double> out,
