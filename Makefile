@@ -8,7 +8,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS := -G Ninja -DCMAKE_BUILD_TYPE=Release
 
 .PHONY: deps build python demo test test-release test-asan test-tsan test-fuzz fuzz format \
-  format-check bench clean
+  format-check bench bench-peers clean
 
 deps:
 	@scripts/install_deps.sh
@@ -78,6 +78,12 @@ bench: deps
 	@$(CMAKE) -S . -B build $(CMAKE_FLAGS) -DGAUSSKL_BUILD_BENCH=ON >/dev/null
 	@$(CMAKE) --build build -j $(JOBS)
 	@build/bench/gausskl_bench_rowwise --benchmark_counters_tabular=true
+
+# gausskl side by side with PyTorch (forum broadcast, torch.distributions, GEMM in torch, SGEMM
+# floor): rewrites the results section of bench/README.md and bench/plots/*.png (~4-10 min; run
+# it on a quiet machine). `.venv/bin/python bench/peers.py --quick` is a < 30 s smoke run.
+bench-peers: python
+	@$(PY) bench/peers.py --out bench/README.md
 
 clean:
 	rm -rf build build-asan build-tsan build-python build-fuzz demo-data
