@@ -2,6 +2,7 @@
 #include "gausskl/ops.hpp"
 
 #include <algorithm>
+#include <memory>
 #include <new>
 #include <optional>
 #include <string>
@@ -117,36 +118,45 @@ cpu::AllPairs plan_all_pairs(const char* op, const Gaussians<T>& p, const Gaussi
   return std::move(*plan);
 }
 
-// After validation: blocks of rows computed and handed to sink in order.
+// After validation: blocks of rows computed in order and either converted straight into `out`
+// (when given) or handed to sink. Double results for `out` are computed in place.
 template <class T, class U>
 void stream_pairwise(const char* op, const Gaussians<T>& p, const Gaussians<T>* q,
-                     const RowSink<U>& sink, const Options& options) {
+                     const RowSink<U>* sink, U* out, const Options& options) {
   const std::int64_t n = p.n(), m = q ? q->n() : n;
   const int threads = cpu::resolve_threads(options.threads);
   const cpu::AllPairs plan = plan_all_pairs(op, p, q, threads);
   const std::int64_t rows = rows_per_block(options, n, m);
-  std::vector<double> block;
-  std::vector<U> converted;
+  constexpr bool in_place = std::is_same_v<U, double>;
+  // Not value-initialized: every entry of a block is written before it is read.
+  std::unique_ptr<double[]> block;
+  std::unique_ptr<U[]> converted;
   try {
-    block.resize(static_cast<std::size_t>(rows * m));
-    if constexpr (!std::is_same_v<U, double>) converted.resize(block.size());
+    if (!(in_place && out)) block = std::make_unique_for_overwrite<double[]>(rows * m);
+    if (!in_place && !out) converted = std::make_unique_for_overwrite<U[]>(rows * m);
   } catch (const std::bad_alloc&) {
     detail::fail_resource(op, "out of memory for a block of " + show(rows) + " x " + show(m) +
                                   " results; lower options.memory_budget");
   }
   for (std::int64_t lo = 0; lo < n; lo += rows) {
-    const std::int64_t hi = std::min(n, lo + rows);
-    const std::size_t size = static_cast<std::size_t>((hi - lo) * m);
+    const std::int64_t hi = std::min(n, lo + rows), size = (hi - lo) * m;
+    double* target = block.get();
+    if constexpr (in_place) {
+      if (out) target = out + lo * m;
+    }
     run(op, p, q, [&] {
-      plan.block(lo, hi, block.data(), threads);
+      plan.block(lo, hi, target, threads);
       return cpu::Failure{};
     });
-    if constexpr (std::is_same_v<U, double>) {
-      sink(lo, hi - lo, std::span<const double>(block.data(), size));
+    if (out) {
+      if constexpr (!in_place) {
+        std::transform(target, target + size, out + lo * m, [](double x) { return U(x); });
+      }
+    } else if constexpr (in_place) {
+      (*sink)(lo, hi - lo, std::span<const double>(target, static_cast<std::size_t>(size)));
     } else {
-      std::transform(block.begin(), block.begin() + static_cast<std::ptrdiff_t>(size),
-                     converted.begin(), [](double x) { return static_cast<U>(x); });
-      sink(lo, hi - lo, std::span<const U>(converted.data(), size));
+      std::transform(target, target + size, converted.get(), [](double x) { return U(x); });
+      (*sink)(lo, hi - lo, std::span<const U>(converted.get(), static_cast<std::size_t>(size)));
     }
     if (options.progress) options.progress(hi, n);
   }
@@ -158,7 +168,7 @@ void pairwise_rows_impl(const Gaussians<T>& p, const Gaussians<T>* q, const RowS
   const char* op = "pairwise_kl";
   const std::int64_t m = validate_all_pairs(op, p, q, options);
   detail::checked_mul(op, p.n(), m, "N * M");
-  stream_pairwise<T, U>(op, p, q, sink, options);
+  stream_pairwise<T, U>(op, p, q, &sink, nullptr, options);
 }
 
 template <class T, class U>
@@ -167,12 +177,7 @@ void pairwise_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::span<U> ou
   const char* op = "pairwise_kl";
   const std::int64_t m = validate_all_pairs(op, p, q, options);
   check_size(op, "out", out.size(), detail::checked_mul(op, p.n(), m, "N * M"));
-  stream_pairwise<T, U>(
-      op, p, q,
-      [&](std::int64_t first, std::int64_t, std::span<const U> block) {
-        std::copy(block.begin(), block.end(), out.begin() + first * m);
-      },
-      options);
+  stream_pairwise<T, U>(op, p, q, nullptr, out.data(), options);
 }
 
 template <class T, class U>

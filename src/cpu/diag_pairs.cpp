@@ -1,5 +1,6 @@
 #include "cpu/diag_pairs.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -7,6 +8,7 @@
 #include "cpu/diag_terms.hpp"
 #include "cpu/parallel.hpp"
 #include "cpu/stable.hpp"
+#include "cpu/tunables.hpp"
 
 namespace gausskl::cpu {
 namespace {
@@ -117,11 +119,16 @@ void DiagPairs::block(std::int64_t lo, std::int64_t hi, double* out, int threads
   parallel_for(by_rows ? rows : m, threads, [&](int, std::int64_t a, std::int64_t b) {
     const std::int64_t i0 = by_rows ? lo + a : lo, i1 = by_rows ? lo + b : hi;
     const std::int64_t j0 = by_rows ? 0 : a, j1 = by_rows ? m : b;
-    double* first = out + (i0 - lo) * m + j0;
-    diag_quadratic<double>(mu_.data() + i0 * d, v_.data() + i0 * d, i1 - i0, nu + j0 * d,
-                           lam_.data() + j0 * d, j1 - j0, d, first, m);
-    for (std::int64_t i = i0; i < i1; ++i)
-      finish_row(i, j0, j1, out + (i - lo) * m);
+    // Kernel and finish in passes of rows small enough that the finish reads Q from cache.
+    const std::int64_t pass =
+        std::max<std::int64_t>(1, kDiagPassBytes / (8 * std::max<std::int64_t>(j1 - j0, 1)));
+    for (std::int64_t r0 = i0; r0 < i1; r0 += pass) {
+      const std::int64_t r1 = std::min(i1, r0 + pass);
+      diag_quadratic<double>(mu_.data() + r0 * d, v_.data() + r0 * d, r1 - r0, nu + j0 * d,
+                             lam_.data() + j0 * d, j1 - j0, d, out + (r0 - lo) * m + j0, m);
+      for (std::int64_t i = r0; i < r1; ++i)
+        finish_row(i, j0, j1, out + (i - lo) * m);
+    }
   });
 }
 
