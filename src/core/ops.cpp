@@ -118,8 +118,8 @@ cpu::AllPairs plan_all_pairs(const char* op, const Gaussians<T>& p, const Gaussi
   return std::move(*plan);
 }
 
-// After validation: blocks of rows computed in order and either converted straight into `out`
-// (when given) or handed to sink. Double results for `out` are computed in place.
+// After validation: blocks of rows computed in order and either handed to sink or, when sink is
+// null, converted straight into `out` (double results are computed there in place).
 template <class T, class U>
 void stream_pairwise(const char* op, const Gaussians<T>& p, const Gaussians<T>* q,
                      const RowSink<U>* sink, U* out, const Options& options) {
@@ -128,12 +128,13 @@ void stream_pairwise(const char* op, const Gaussians<T>& p, const Gaussians<T>* 
   const cpu::AllPairs plan = plan_all_pairs(op, p, q, threads);
   const std::int64_t rows = rows_per_block(options, n, m);
   constexpr bool in_place = std::is_same_v<U, double>;
+  const bool to_out = sink == nullptr;
   // Not value-initialized: every entry of a block is written before it is read.
   std::unique_ptr<double[]> block;
   std::unique_ptr<U[]> converted;
   try {
-    if (!(in_place && out)) block = std::make_unique_for_overwrite<double[]>(rows * m);
-    if (!in_place && !out) converted = std::make_unique_for_overwrite<U[]>(rows * m);
+    if (!(in_place && to_out)) block = std::make_unique_for_overwrite<double[]>(rows * m);
+    if (!in_place && !to_out) converted = std::make_unique_for_overwrite<U[]>(rows * m);
   } catch (const std::bad_alloc&) {
     detail::fail_resource(op, "out of memory for a block of " + show(rows) + " x " + show(m) +
                                   " results; lower options.memory_budget");
@@ -142,13 +143,13 @@ void stream_pairwise(const char* op, const Gaussians<T>& p, const Gaussians<T>* 
     const std::int64_t hi = std::min(n, lo + rows), size = (hi - lo) * m;
     double* target = block.get();
     if constexpr (in_place) {
-      if (out) target = out + lo * m;
+      if (to_out) target = out + lo * m;
     }
     run(op, p, q, [&] {
       plan.block(lo, hi, target, threads);
       return cpu::Failure{};
     });
-    if (out) {
+    if (to_out) {
       if constexpr (!in_place) {
         std::transform(target, target + size, out + lo * m, [](double x) { return U(x); });
       }
