@@ -24,6 +24,8 @@ python: deps
 
 demo: build python
 	@$(PY) scripts/demo.py --cli build/gausskl --workdir demo-data
+	@echo; echo "== the same from Python (import gausskl as gk)"
+	@$(PY) scripts/demo_python.py
 
 # Everything: format check, Release build with warnings as errors (ctest + CLI pytest), then
 # the same suites under AddressSanitizer + UndefinedBehaviorSanitizer.
