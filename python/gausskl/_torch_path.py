@@ -289,19 +289,19 @@ def _pair_rowwise(P: Side, Q: Side | None) -> torch.Tensor:
     return 0.5 * (tr + maha - P.d + Q.logdet - P.logdet)
 
 
-def _devices_and_dtype(gs):
-    device = gs[0].arrays["mean"].device
-    return device, compute_dtype(device)
+def _sides(op: str, p, q):
+    """Validates p and q (q may be None) and views them in the compute dtype of p's device;
+    the q side is None when q is."""
+    validate(op, "p", p)
+    if q is not None:
+        validate(op, "q", q)
+    dtype = compute_dtype(p.arrays["mean"].device)
+    return Side(op, "p", p, dtype), (Side(op, "q", q, dtype) if q is not None else None)
 
 
 def rowwise(op: str, p, q, out_dtype: torch.dtype) -> torch.Tensor:
     """out[i] = KL(p_i || q_i); q None means N(0, I). Validated here."""
-    validate(op, "p", p)
-    if q is not None:
-        validate(op, "q", q)
-    device, dtype = _devices_and_dtype([p])
-    P = Side(op, "p", p, dtype)
-    Q = Side(op, "q", q, dtype) if q is not None else None
+    P, Q = _sides(op, p, q)
     return _pair_rowwise(P, Q).to(out_dtype)
 
 
@@ -335,12 +335,8 @@ class _PairwiseForm:
 
 
 def pairwise(op: str, p, q, out_dtype: torch.dtype) -> torch.Tensor:
-    validate(op, "p", p)
-    if q is not None:
-        validate(op, "q", q)
-    device, dtype = _devices_and_dtype([p])
-    P = Side(op, "p", p, dtype)
-    Q = Side(op, "q", q, dtype) if q is not None else P
+    P, Q = _sides(op, p, q)
+    Q = P if Q is None else Q
     out = _PairwiseForm(P, Q).block(0, p.n)
     if q is None:
         # KL(p_i || p_i) = 0 exactly, as in the library.
@@ -349,12 +345,8 @@ def pairwise(op: str, p, q, out_dtype: torch.dtype) -> torch.Tensor:
 
 
 def knn(op: str, p, q, k: int, exclude_self: bool, out_dtype: torch.dtype):
-    validate(op, "p", p)
-    if q is not None:
-        validate(op, "q", q)
-    device, dtype = _devices_and_dtype([p])
-    P = Side(op, "p", p, dtype)
-    Q = Side(op, "q", q, dtype) if q is not None else P
+    P, Q = _sides(op, p, q)
+    Q = P if Q is None else Q
     form = _PairwiseForm(P, Q)
     m = Q.mean.shape[0]
     rows = max(1, KNN_BLOCK_BYTES // max(1, 8 * m))
