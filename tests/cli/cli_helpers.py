@@ -92,3 +92,13 @@ def parse_knn_csv(text, n, k):
     np.testing.assert_array_equal(table[:, 0], np.repeat(np.arange(n), k))
     np.testing.assert_array_equal(table[:, 1], np.tile(np.arange(k), n))
     return table[:, 2].astype(np.int64).reshape(n, k), table[:, 3].reshape(n, k)
+
+
+def run_to_npy(gausskl, tmp_path, command, p, q=None):
+    """Runs `gausskl COMMAND --p P [--q Q] -o out.npy` on the batches; returns the result."""
+    out = tmp_path / "out.npy"
+    args = [command, "--p", *save(tmp_path, "p", p)]
+    if q is not None:
+        args += ["--q", *save(tmp_path, "q", q)]
+    gausskl.ok(*args, "-o", out)
+    return np.load(out)

@@ -4,16 +4,11 @@ import numpy as np
 import pytest
 
 import reference_np as ref
-from cli_helpers import DIAG_PARAMS, FAMILIES, FULL_PARAMS, assert_close, gaussians, save
+from cli_helpers import DIAG_PARAMS, FAMILIES, FULL_PARAMS, assert_close, gaussians, run_to_npy
 
 
 def run_kl(gausskl, tmp_path, p, q=None):
-    out = tmp_path / "out.npy"
-    args = ["kl", "--p", *save(tmp_path, "p", p)]
-    if q is not None:
-        args += ["--q", *save(tmp_path, "q", q)]
-    gausskl.ok(*args, "-o", out)
-    return np.load(out)
+    return run_to_npy(gausskl, tmp_path, "kl", p, q)
 
 
 @pytest.mark.parametrize("q_kind", FAMILIES)

@@ -4,16 +4,11 @@ import numpy as np
 import pytest
 
 import reference_np as ref
-from cli_helpers import FAMILIES, assert_close, gaussians, save
+from cli_helpers import FAMILIES, assert_close, gaussians, run_to_npy, save
 
 
 def run_pairwise(gausskl, tmp_path, p, q=None):
-    out = tmp_path / "out.npy"
-    args = ["pairwise", "--p", *save(tmp_path, "p", p)]
-    if q is not None:
-        args += ["--q", *save(tmp_path, "q", q)]
-    gausskl.ok(*args, "-o", out)
-    return np.load(out)
+    return run_to_npy(gausskl, tmp_path, "pairwise", p, q)
 
 
 @pytest.mark.parametrize("q_kind", FAMILIES)
