@@ -57,6 +57,13 @@ Options options(const Args& args, Progress* progress = nullptr) {
   o.threads = args.threads;
   o.exclude_self = args.exclude_self;
   o.memory_budget = args.memory_budget;
+  o.jitter = args.jitter;
+  o.on_jitter = [jitter = args.jitter](const char* side, std::int64_t count) {
+    std::fprintf(stderr,
+                 "gausskl: note: %lld %s distribution(s) were not positive definite; factored "
+                 "with %g added to the diagonal (--jitter)\n",
+                 static_cast<long long>(count), side, jitter);
+  };
   if (progress) {
     o.progress = [progress](std::int64_t done, std::int64_t total) { (*progress)(done, total); };
   }

@@ -13,6 +13,7 @@ struct Args {
   std::string dtype;  // "", "float32" or "float64"
   int threads = 0;
   std::int64_t memory_budget = 0;  // bytes; 0: the library's default
+  double jitter = 0;
   bool quiet = false;
   std::int64_t k = 0;
   bool exclude_self = false;

@@ -38,6 +38,11 @@ void add_common(CLI::App* cmd, Args& args, const char* out_help) {
                   "working memory for the blocks of pairwise and knn, e.g. 512M or 2G "
                   "(default 128M); inputs and the knn result come on top")
       ->transform(CLI::AsSizeValue(false));
+  cmd->add_option("--jitter", args.jitter,
+                  "add EPS to the diagonal of each covariance or precision matrix that is not "
+                  "positive definite (only those; a note on stderr says how many); default: "
+                  "such a matrix is an error")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--quiet", args.quiet,
                 "no progress line on stderr (none is shown when stderr "
                 "is not a terminal either)");
@@ -114,7 +119,11 @@ int main(int argc, char** argv) {
     if (pairwise->parsed()) gausskl::cli::run_pairwise(args);
     if (knn->parsed()) gausskl::cli::run_knn(args);
   } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "gausskl: error: %s\n", e.what());
+    std::string message = e.what();
+    if (message.find("is not positive definite") != std::string::npos) {
+      message += "; --jitter EPS does that for each such matrix";
+    }
+    std::fprintf(stderr, "gausskl: error: %s\n", message.c_str());
     return 2;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "gausskl: error: out of memory\n");

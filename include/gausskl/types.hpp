@@ -109,6 +109,13 @@ struct Options {
   std::int64_t memory_budget = 0;
   // Called on the calling thread after each block of rows: (rows done, rows in all).
   std::function<void(std::int64_t done, std::int64_t total)> progress = nullptr;
+  // > 0: a covariance or precision matrix that is not positive definite is factored again with
+  // jitter added to its diagonal (to the diagonal only: C + jitter * I); matrices that factor as
+  // given are left alone. 0: such a matrix is an error.
+  double jitter = 0;
+  // Called after the factorization with the number of p or q distributions ("p", "q") that
+  // needed the jitter, when there were any.
+  std::function<void(const char* side, std::int64_t count)> on_jitter = nullptr;
 };
 
 }  // namespace gausskl

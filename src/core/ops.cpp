@@ -2,6 +2,7 @@
 #include "gausskl/ops.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <new>
 #include <optional>
@@ -27,6 +28,16 @@ void check_options(const char* op, const Options& options) {
   if (options.threads < 0) {
     fail(op, "options.threads must be >= 0 (0 = all cores), found " + show(options.threads));
   }
+  if (!(options.jitter >= 0 && std::isfinite(options.jitter))) {
+    fail(op, "options.jitter must be finite and >= 0, found " + show(options.jitter));
+  }
+}
+
+// Tells options.on_jitter how many distributions of each side needed the jitter.
+void report_jitter(const Options& options, const cpu::Jitter& jitter) {
+  if (!options.on_jitter) return;
+  if (const std::int64_t n = jitter.p.load()) options.on_jitter("p", n);
+  if (const std::int64_t n = jitter.q.load()) options.on_jitter("q", n);
 }
 
 void check_size(const char* op, const char* name, std::size_t got, std::int64_t expected) {
@@ -69,7 +80,9 @@ void kl_impl(const Gaussians<T>& p, const Gaussians<T>& q, std::span<U> out,
   detail::validate_same_d(op, p, q);
   const std::int64_t n = detail::broadcast_rows(op, p, q);
   check_size(op, "out", out.size(), n);
-  run(op, p, &q, [&] { return cpu::kl_rowwise(p, &q, n, out.data(), options.threads); });
+  cpu::Jitter jitter{options.jitter};
+  run(op, p, &q, [&] { return cpu::kl_rowwise(p, &q, n, out.data(), options.threads, jitter); });
+  report_jitter(options, jitter);
 }
 
 template <class T, class U>
@@ -78,8 +91,11 @@ void kl_standard_normal_impl(const Gaussians<T>& p, std::span<U> out, const Opti
   check_options(op, options);
   detail::validate(op, "p", p);
   check_size(op, "out", out.size(), p.n());
-  run(op, p, static_cast<const Gaussians<T>*>(nullptr),
-      [&] { return cpu::kl_rowwise<T, U>(p, nullptr, p.n(), out.data(), options.threads); });
+  cpu::Jitter jitter{options.jitter};
+  run(op, p, static_cast<const Gaussians<T>*>(nullptr), [&] {
+    return cpu::kl_rowwise<T, U>(p, nullptr, p.n(), out.data(), options.threads, jitter);
+  });
+  report_jitter(options, jitter);
 }
 
 // Working memory for the blocks of all-pairs operations when options.memory_budget is 0.
@@ -112,9 +128,11 @@ std::int64_t validate_all_pairs(const char* op, const Gaussians<T>& p, const Gau
 // Prepares the plan of an all-pairs operation, wording a failed factorization as an error.
 template <class T>
 cpu::AllPairs plan_all_pairs(const char* op, const Gaussians<T>& p, const Gaussians<T>* q,
-                             int threads) {
+                             int threads, const Options& options) {
   std::optional<cpu::AllPairs> plan;
-  run(op, p, q, [&] { return cpu::AllPairs::prepare(p, q, threads, plan); });
+  cpu::Jitter jitter{options.jitter};
+  run(op, p, q, [&] { return cpu::AllPairs::prepare(p, q, threads, jitter, plan); });
+  report_jitter(options, jitter);
   return std::move(*plan);
 }
 
@@ -125,7 +143,7 @@ void stream_pairwise(const char* op, const Gaussians<T>& p, const Gaussians<T>* 
                      const RowSink<U>* sink, U* out, const Options& options) {
   const std::int64_t n = p.n(), m = q ? q->n() : n;
   const int threads = cpu::resolve_threads(options.threads);
-  const cpu::AllPairs plan = plan_all_pairs(op, p, q, threads);
+  const cpu::AllPairs plan = plan_all_pairs(op, p, q, threads, options);
   const std::int64_t rows = rows_per_block(options, n, m);
   constexpr bool in_place = std::is_same_v<U, double>;
   const bool to_out = sink == nullptr;
@@ -197,7 +215,7 @@ void knn_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t k,
   check_size(op, "indices", indices.size(), size);
   check_size(op, "values", values.size(), size);
   const int threads = cpu::resolve_threads(options.threads);
-  const cpu::AllPairs plan = plan_all_pairs(op, p, q, threads);
+  const cpu::AllPairs plan = plan_all_pairs(op, p, q, threads, options);
   const std::int64_t rows = rows_per_block(options, n, m);
   std::vector<double> block, best;
   try {

@@ -27,7 +27,7 @@ AllPairs::AllPairs(std::optional<PreparedBatch> q, std::optional<PreparedBatch> 
       diag_tolerance_(diag_tolerance) {}
 
 template <class T>
-Failure AllPairs::prepare(const Gaussians<T>& p, const Gaussians<T>* q, int threads,
+Failure AllPairs::prepare(const Gaussians<T>& p, const Gaussians<T>* q, int threads, Jitter& jitter,
                           std::optional<AllPairs>& out) {
   const Gaussians<T>& qq = q ? *q : p;
   const auto* p_diag = std::get_if<DiagGaussians<T>>(&p.variant());
@@ -40,13 +40,15 @@ Failure AllPairs::prepare(const Gaussians<T>& p, const Gaussians<T>* q, int thre
   }
   const bool p_tri = std::holds_alternative<FullGaussians<T>>(p.variant());
   PreparedBatch q_batch(layout_for(qq, !p_tri), qq.n());
-  if (auto f = prepare_range(qq, 0, qq.n(), q_batch, threads); f.index >= 0) {
+  if (auto f = prepare_range(qq, 0, qq.n(), q_batch, threads, q ? jitter.of_q() : jitter.of_p());
+      f.index >= 0) {
     return {q ? "q" : "p", f};
   }
   std::optional<PreparedBatch> p_batch;
   if (q) {
     p_batch.emplace(layout_for(p, false), p.n());
-    if (auto f = prepare_range(p, 0, p.n(), *p_batch, threads); f.index >= 0) return {"p", f};
+    if (auto f = prepare_range(p, 0, p.n(), *p_batch, threads, jitter.of_p()); f.index >= 0)
+      return {"p", f};
   }
   out.emplace(AllPairs(std::move(q_batch), std::move(p_batch), std::nullopt, p.n(), qq.n(), 0));
   return {};
@@ -81,8 +83,8 @@ void AllPairs::block(std::int64_t lo, std::int64_t hi, double* out, int threads)
 }
 
 template Failure AllPairs::prepare<float>(const Gaussians<float>&, const Gaussians<float>*, int,
-                                          std::optional<AllPairs>&);
+                                          Jitter&, std::optional<AllPairs>&);
 template Failure AllPairs::prepare<double>(const Gaussians<double>&, const Gaussians<double>*, int,
-                                           std::optional<AllPairs>&);
+                                           Jitter&, std::optional<AllPairs>&);
 
 }  // namespace gausskl::cpu

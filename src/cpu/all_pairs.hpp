@@ -16,7 +16,7 @@ class AllPairs {
  public:
   // q == nullptr: q = p (one prepared copy serves both sides).
   template <class T>
-  static Failure prepare(const Gaussians<T>& p, const Gaussians<T>* q, int threads,
+  static Failure prepare(const Gaussians<T>& p, const Gaussians<T>* q, int threads, Jitter& jitter,
                          std::optional<AllPairs>& out);
 
   std::int64_t rows() const { return n_; }

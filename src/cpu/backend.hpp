@@ -6,6 +6,7 @@
 // so the core can word the error.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "cpu/prepare.hpp"
@@ -18,11 +19,19 @@ struct Failure {
   FactorFailure where;
 };
 
+// Options::jitter, and where to count the distributions of each side that needed it.
+struct Jitter {
+  double eps = 0;
+  std::atomic<std::int64_t> p{0}, q{0};
+  Factoring of_p() { return {eps, &p}; }
+  Factoring of_q() { return {eps, &q}; }
+};
+
 // out[i] = KL(p_i || q_i) for i < n, a side with N = 1 broadcasting; q == nullptr means
 // q = N(0, I).
 template <class T, class U>
 Failure kl_rowwise(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t n, U* out,
-                   int threads);
+                   int threads, Jitter& jitter);
 
 // All-pairs operations (pairwise_kl, knn_kl) plan with AllPairs (all_pairs.hpp) and select
 // neighbours with knn_block (knn.hpp).

@@ -69,7 +69,7 @@ void copy_mean(const View<T, 2>& mean, std::int64_t n, double* out) {
 
 template <class T>
 void prepare_family(const DiagGaussians<T>& g, std::int64_t n, const Layout& lay, double* slot,
-                    double*, FactorFailure&) {
+                    double*, const Factoring&, FactorFailure&) {
   copy_mean(g.mean, n, slot + lay.mean);
   for (std::int64_t h = 0; h < lay.d; ++h) {
     diag_terms(g.param, g.scale(n, h), slot + lay.base + h, slot + lay.inv + h,
@@ -79,7 +79,7 @@ void prepare_family(const DiagGaussians<T>& g, std::int64_t n, const Layout& lay
 
 template <class T>
 void prepare_family(const LowRankGaussians<T>& g, std::int64_t n, const Layout& lay, double* slot,
-                    double* scratch, FactorFailure&) {
+                    double* scratch, const Factoring&, FactorFailure&) {
   copy_mean(g.mean, n, slot + lay.mean);
   for (std::int64_t h = 0; h < lay.d; ++h) {
     diag_terms(DiagParam::var, g.cov_diag(n, h), slot + lay.base + h, slot + lay.inv + h,
@@ -95,10 +95,10 @@ void prepare_family(const LowRankGaussians<T>& g, std::int64_t n, const Layout& 
 // triangular J M^{-T} J is then Sigma's Cholesky factor, without ever forming Sigma.
 template <class T>
 bool factor_precision(const View<T, 3>& s, std::int64_t n, std::int64_t d, double* base,
-                      double* scratch, FactorFailure& fail) {
+                      double* scratch, double add, FactorFailure& fail) {
   for (std::int64_t i = 0; i < d; ++i) {
     for (std::int64_t j = 0; j <= i; ++j)
-      scratch[i * d + j] = s(n, d - 1 - i, d - 1 - j);
+      scratch[i * d + j] = s(n, d - 1 - i, d - 1 - j) + (i == j ? add : 0.0);
   }
   double pivot_value = 0;
   const std::int64_t bad = cholesky_lower(scratch, d, &pivot_value);
@@ -118,26 +118,42 @@ bool factor_precision(const View<T, 3>& s, std::int64_t n, std::int64_t d, doubl
   return true;
 }
 
+// Cholesky of the lower triangle of a covariance, plus `add` on its diagonal, into base.
+template <class T>
+bool factor_covariance(const View<T, 3>& s, std::int64_t n, std::int64_t d, double* base,
+                       double add, FactorFailure& fail) {
+  for (std::int64_t i = 0; i < d; ++i) {
+    for (std::int64_t j = 0; j < d; ++j)
+      base[i * d + j] = j <= i ? s(n, i, j) + (i == j ? add : 0.0) : 0.0;
+  }
+  double pivot_value = 0;
+  const std::int64_t bad = cholesky_lower(base, d, &pivot_value);
+  if (bad >= 0) fail = {n, bad, pivot_value};
+  return bad < 0;
+}
+
 template <class T>
 void prepare_family(const FullGaussians<T>& g, std::int64_t n, const Layout& lay, double* slot,
-                    double* scratch, FactorFailure& fail) {
+                    double* scratch, const Factoring& factoring, FactorFailure& fail) {
   const std::int64_t d = lay.d;
   copy_mean(g.mean, n, slot + lay.mean);
   double* base = slot + lay.base;
-  if (g.param == FullParam::precision_matrix) {
-    if (!factor_precision(g.scale, n, d, base, scratch, fail)) return;
-  } else {
+  if (g.param == FullParam::scale_tril) {
     for (std::int64_t i = 0; i < d; ++i) {
       for (std::int64_t j = 0; j < d; ++j)
         base[i * d + j] = j <= i ? g.scale(n, i, j) : 0.0;
     }
-    if (g.param == FullParam::covariance) {
-      double pivot_value = 0;
-      const std::int64_t bad = cholesky_lower(base, d, &pivot_value);
-      if (bad >= 0) {
-        fail = {n, bad, pivot_value};
-        return;
-      }
+  } else {
+    auto factor = [&](double add) {
+      return g.param == FullParam::covariance
+                 ? factor_covariance(g.scale, n, d, base, add, fail)
+                 : factor_precision(g.scale, n, d, base, scratch, add, fail);
+    };
+    // The jitter is a second attempt only: matrices that factor as given stay as given.
+    if (!factor(0.0)) {
+      if (!(factoring.jitter > 0) || !factor(factoring.jitter)) return;
+      fail = {};
+      if (factoring.jittered) factoring.jittered->fetch_add(1, std::memory_order_relaxed);
     }
   }
   for (std::int64_t k = 0; k < d; ++k)
@@ -158,16 +174,19 @@ Layout layout_for(const Gaussians<T>& g, bool with_inverse) {
 
 template <class T>
 FactorFailure prepare_one(const Gaussians<T>& g, std::int64_t n, const Layout& layout, double* slot,
-                          double* scratch) {
+                          double* scratch, const Factoring& factoring) {
   FactorFailure fail;
-  std::visit([&](const auto& family) { prepare_family(family, n, layout, slot, scratch, fail); },
-             g.variant());
+  std::visit(
+      [&](const auto& family) {
+        prepare_family(family, n, layout, slot, scratch, factoring, fail);
+      },
+      g.variant());
   return fail;
 }
 
 template <class T>
 FactorFailure prepare_range(const Gaussians<T>& g, std::int64_t begin, std::int64_t end,
-                            PreparedBatch& out, int threads) {
+                            PreparedBatch& out, int threads, const Factoring& factoring) {
   const Layout& lay = out.layout();
   const std::int64_t scratch_size = prepare_scratch_size(lay);
   const int workers = std::max<int>(1, std::min<std::int64_t>(threads, end - begin));
@@ -176,7 +195,8 @@ FactorFailure prepare_range(const Gaussians<T>& g, std::int64_t begin, std::int6
   parallel_for(end - begin, workers, [&](int w, std::int64_t lo, std::int64_t hi) {
     FactorFailure& my_fail = failures[static_cast<std::size_t>(w)];
     for (std::int64_t k = lo; k < hi && my_fail.index < 0; ++k) {
-      my_fail = prepare_one(g, begin + k, lay, out.slot(k), scratch.data() + w * scratch_size);
+      my_fail =
+          prepare_one(g, begin + k, lay, out.slot(k), scratch.data() + w * scratch_size, factoring);
     }
   });
   // Workers own increasing index ranges and stop at their first failure, so the first
@@ -203,9 +223,9 @@ PreparedBatch standard_normal(std::int64_t d) {
 #define GAUSSKL_INSTANTIATE(T)                                                                     \
   template Layout layout_for<T>(const Gaussians<T>&, bool);                                        \
   template FactorFailure prepare_one<T>(const Gaussians<T>&, std::int64_t, const Layout&, double*, \
-                                        double*);                                                  \
+                                        double*, const Factoring&);                                \
   template FactorFailure prepare_range<T>(const Gaussians<T>&, std::int64_t, std::int64_t,         \
-                                          PreparedBatch&, int);
+                                          PreparedBatch&, int, const Factoring&);
 GAUSSKL_INSTANTIATE(float)
 GAUSSKL_INSTANTIATE(double)
 #undef GAUSSKL_INSTANTIATE

@@ -1,6 +1,7 @@
 // Bringing each input distribution to the internal form of prepared.hpp.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "cpu/prepared.hpp"
@@ -21,6 +22,14 @@ struct FactorFailure {
 template <class T>
 Layout layout_for(const Gaussians<T>& g, bool with_inverse);
 
+// How a covariance or precision matrix that is not positive definite is treated: with
+// jitter > 0 it is factored again with jitter added to its diagonal (a matrix that factors as
+// given is left as given), and `jittered` (shared by the threads) counts those that needed it.
+struct Factoring {
+  double jitter = 0;
+  std::atomic<std::int64_t>* jittered = nullptr;
+};
+
 // Doubles of scratch prepare_one needs: one D x D matrix for full covariance; V, the stacked
 // [R^T; I] and the Householder scales for low rank.
 inline std::int64_t prepare_scratch_size(const Layout& layout) {
@@ -32,13 +41,13 @@ inline std::int64_t prepare_scratch_size(const Layout& layout) {
 // Prepares distribution n of g into `slot` (layout.size doubles).
 template <class T>
 FactorFailure prepare_one(const Gaussians<T>& g, std::int64_t n, const Layout& layout, double* slot,
-                          double* scratch);
+                          double* scratch, const Factoring& factoring = {});
 
 // Prepares distributions [begin, end) of g into slots 0 .. end - begin - 1 of out, on up to
 // `threads` threads. Returns the lowest failing index (in g's numbering), if any.
 template <class T>
 FactorFailure prepare_range(const Gaussians<T>& g, std::int64_t begin, std::int64_t end,
-                            PreparedBatch& out, int threads);
+                            PreparedBatch& out, int threads, const Factoring& factoring = {});
 
 // A batch holding N(0, I) in dimension d.
 PreparedBatch standard_normal(std::int64_t d);

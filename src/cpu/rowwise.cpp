@@ -13,7 +13,8 @@ namespace gausskl::cpu {
 // caller's `out` untouched.
 template <class T, class U>
 Failure kl_rowwise(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t n, U* out,
-                   int threads) {
+                   int threads, Jitter& jitter) {
+  const Factoring fp = jitter.of_p(), fq = jitter.of_q();
   threads = static_cast<int>(
       std::clamp<std::int64_t>(resolve_threads(threads), 1, std::max<std::int64_t>(n, 1)));
   const bool p_tri = std::holds_alternative<FullGaussians<T>>(p.variant());
@@ -27,12 +28,12 @@ Failure kl_rowwise(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t n,
   std::vector<double> scratch(static_cast<std::size_t>(prep_scratch));
   PreparedBatch p_fixed(p_layout, p_once ? 1 : 0);
   if (p_once) {
-    if (auto f = prepare_one(p, 0, p_layout, p_fixed.slot(0), scratch.data()); f.index >= 0) {
+    if (auto f = prepare_one(p, 0, p_layout, p_fixed.slot(0), scratch.data(), fp); f.index >= 0) {
       return {"p", f};
     }
   }
   if (q && q_once) {
-    if (auto f = prepare_one(*q, 0, q_layout, q_fixed.slot(0), scratch.data()); f.index >= 0) {
+    if (auto f = prepare_one(*q, 0, q_layout, q_fixed.slot(0), scratch.data(), fq); f.index >= 0) {
       return {"q", f};
     }
   }
@@ -51,13 +52,13 @@ Failure kl_rowwise(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t n,
     Failure& failed = failures[static_cast<std::size_t>(w)];
     for (std::int64_t i = lo; i < hi; ++i) {
       if (!p_once) {
-        if (auto f = prepare_one(p, i, p_layout, p_slot, prep); f.index >= 0) {
+        if (auto f = prepare_one(p, i, p_layout, p_slot, prep, fp); f.index >= 0) {
           failed = {"p", f};
           return;
         }
       }
       if (!q_once) {
-        if (auto f = prepare_one(*q, i, q_layout, q_slot, prep); f.index >= 0) {
+        if (auto f = prepare_one(*q, i, q_layout, q_slot, prep, fq); f.index >= 0) {
           failed = {"q", f};
           return;
         }
@@ -78,7 +79,7 @@ Failure kl_rowwise(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t n,
 
 #define GAUSSKL_INSTANTIATE(T, U)                                                               \
   template Failure kl_rowwise<T, U>(const Gaussians<T>&, const Gaussians<T>*, std::int64_t, U*, \
-                                    int);
+                                    int, Jitter&);
 GAUSSKL_INSTANTIATE(float, float)
 GAUSSKL_INSTANTIATE(float, double)
 GAUSSKL_INSTANTIATE(double, float)
