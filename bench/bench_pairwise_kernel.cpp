@@ -16,20 +16,13 @@
 #include <string>
 #include <vector>
 
+#include "bench_data.hpp"
 #include "cpu/diag_quadratic.hpp"
 #include "hwy/targets.h"
 
 namespace {
 
-template <class T>
-std::vector<T> random(std::int64_t size, double lo, double hi, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(lo, hi);
-  std::vector<T> v(size);
-  for (auto& x : v)
-    x = static_cast<T>(u(rng));
-  return v;
-}
+using gausskl::bench::random;
 
 template <class T>
 void BM_diag_quadratic(benchmark::State& state, std::int64_t target) {

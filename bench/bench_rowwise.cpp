@@ -12,21 +12,14 @@
 #include <span>
 #include <vector>
 
+#include "bench_data.hpp"
 #include "gausskl/gausskl.hpp"
 
 namespace {
 
-constexpr std::int64_t kRows = 4096;
+using gausskl::bench::random;
 
-template <class T>
-std::vector<T> random(std::size_t n, double lo, double hi, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(lo, hi);
-  std::vector<T> v(n);
-  for (auto& x : v)
-    x = static_cast<T>(u(rng));
-  return v;
-}
+constexpr std::int64_t kRows = 4096;
 
 // n lower-triangular d x d factors: off-diagonal entries in [-0.3, 0.3], diagonal in [0.5, 1.5].
 template <class T>

@@ -20,11 +20,6 @@ const char* kExpected =
   throw std::invalid_argument("[load] " + what);
 }
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 bool contains(const std::vector<std::string>& names, const std::string& n) {
   return std::find(names.begin(), names.end(), n) != names.end();
 }
@@ -71,7 +66,7 @@ std::vector<T> converted(const io::Array& a) {
 Side load_side(const std::string& name, const std::vector<std::string>& spec) {
   Side side{name, {}};
   if (spec.size() == 1 && spec[0].find('=') == std::string::npos) {
-    if (!ends_with(spec[0], ".npz")) {
+    if (!spec[0].ends_with(".npz")) {
       fail("--" + name + " " + spec[0] + ": give a .npz file, or NAME=FILE items (.npy or .csv)");
     }
     for (auto& [entry, array] : io::read_npz(spec[0])) {
@@ -87,9 +82,9 @@ Side load_side(const std::string& name, const std::vector<std::string>& spec) {
       const std::string entry = item.substr(0, eq), path = item.substr(eq + 1);
       if (!known(entry)) fail("--" + name + ": unknown array '" + entry + "'; " + kExpected);
       if (side.arrays.count(entry)) fail("--" + name + ": " + entry + " given twice");
-      if (ends_with(path, ".npy")) {
+      if (path.ends_with(".npy")) {
         side.arrays.emplace(entry, io::read_npy(path));
-      } else if (ends_with(path, ".csv")) {
+      } else if (path.ends_with(".csv")) {
         side.arrays.emplace(entry, io::read_csv(path));
       } else {
         fail("--" + name + " " + item + ": the file must be .npy or .csv");

@@ -13,11 +13,6 @@
 namespace gausskl::cli {
 namespace {
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 const char* format_name(Format f) {
   switch (f) {
     case Format::npy:
@@ -62,7 +57,7 @@ Output::Output(const std::string& path, const std::vector<Format>& allowed)
   std::string names;
   for (Format f : allowed) {
     names += std::string(names.empty() ? "" : ", ") + format_name(f);
-    if (ends_with(path, format_name(f))) {
+    if (path.ends_with(format_name(f))) {
       format_ = f;
       atomic_ = std::make_unique<io::AtomicFile>(path);
       return;

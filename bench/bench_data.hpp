@@ -1,0 +1,21 @@
+// Inputs of the benchmarks: seeded, so every run times the same data.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace gausskl::bench {
+
+// `size` values uniform in [lo, hi), converted to T.
+template <class T>
+std::vector<T> random(std::int64_t size, double lo, double hi, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(lo, hi);
+  std::vector<T> v(static_cast<std::size_t>(size));
+  for (auto& x : v)
+    x = static_cast<T>(u(rng));
+  return v;
+}
+
+}  // namespace gausskl::bench
