@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <span>
@@ -20,11 +21,17 @@ struct Inputs {
   std::optional<Side> q;
 };
 
+// --memory-budget covers everything the command holds: the inputs as read, converted copies,
+// the results kept in memory, and (passed on as Options::memory_budget) the library's share.
+io::MemoryAllowance allowance_of(const Args& args) {
+  return io::MemoryAllowance(args.memory_budget > 0 ? args.memory_budget : -1);
+}
+
 // Files are read and the output opened before any computation, so that every problem with
 // them is reported at once.
-Inputs load(const Args& args) {
-  Inputs in{load_side("p", args.p), std::nullopt};
-  if (!args.q.empty()) in.q = load_side("q", args.q);
+Inputs load(const Args& args, io::MemoryAllowance& allowance) {
+  Inputs in{load_side("p", args.p, allowance), std::nullopt};
+  if (!args.q.empty()) in.q = load_side("q", args.q, allowance);
   return in;
 }
 
@@ -36,11 +43,11 @@ bool compute_in_double(const Inputs& in) {
 // (float64 if any input array is float64), and U the result precision (--dtype, default T);
 // q is nullptr without --q.
 template <class Body>
-void dispatch(const Args& args, const Inputs& in, Body&& body) {
+void dispatch(const Args& args, const Inputs& in, io::MemoryAllowance& allowance, Body&& body) {
   auto run = [&]<class T, class U>() {
-    const Batch<T> p(in.p);
+    const Batch<T> p(in.p, allowance);
     std::optional<Batch<T>> q;
-    if (in.q) q.emplace(*in.q);
+    if (in.q) q.emplace(*in.q, allowance);
     body.template operator()<T, U>(p.gaussians(), q ? &q->gaussians() : nullptr);
   };
   const bool t64 = compute_in_double(in);
@@ -51,12 +58,15 @@ void dispatch(const Args& args, const Inputs& in, Body&& body) {
   if (!t64 && !u64) run.template operator()<float, float>();
 }
 
-// The library's options from the arguments; progress, if given, gets the per-block reports.
-Options options(const Args& args, Progress* progress = nullptr) {
+// The library's options from the arguments, with what is left of the memory budget; progress,
+// if given, gets the per-block reports.
+Options options(const Args& args, const io::MemoryAllowance& allowance,
+                Progress* progress = nullptr) {
   Options o;
   o.threads = args.threads;
   o.exclude_self = args.exclude_self;
-  o.memory_budget = args.memory_budget;
+  // Nothing left still has to be an explicit (too small) budget, not 0 = the default.
+  if (allowance.limited()) o.memory_budget = std::max<std::int64_t>(allowance.left(), 1);
   o.jitter = args.jitter;
   o.on_jitter = [jitter = args.jitter](const char* side, std::int64_t count) {
     std::fprintf(stderr,
@@ -78,57 +88,66 @@ bool show_progress(const Args& args) {
 }  // namespace
 
 void run_kl(const Args& args) {
-  const Inputs in = load(args);
+  io::MemoryAllowance allowance = allowance_of(args);
+  const Inputs in = load(args, allowance);
   Output out(args.output, {Format::npy, Format::csv});
-  dispatch(args, in, [&]<class T, class U>(const Gaussians<T>& p, const Gaussians<T>* q) {
-    const std::int64_t n = q && p.n() == 1 ? q->n() : p.n();
-    std::vector<U> result(static_cast<std::size_t>(n));
-    if (q) {
-      kl(p, *q, std::span<U>(result), options(args));
-    } else {
-      kl_standard_normal(p, std::span<U>(result), options(args));
-    }
-    MatrixWriter<U>(out, n, 0).append(n, result.data());
-  });
+  dispatch(args, in, allowance,
+           [&]<class T, class U>(const Gaussians<T>& p, const Gaussians<T>* q) {
+             const std::int64_t n = q && p.n() == 1 ? q->n() : p.n();
+             allowance.take(n * static_cast<std::int64_t>(sizeof(U)), "kl", "the result");
+             std::vector<U> result(static_cast<std::size_t>(n));
+             if (q) {
+               kl(p, *q, std::span<U>(result), options(args, allowance));
+             } else {
+               kl_standard_normal(p, std::span<U>(result), options(args, allowance));
+             }
+             MatrixWriter<U>(out, n, 0).append(n, result.data());
+           });
   out.commit();
 }
 
 void run_pairwise(const Args& args) {
-  const Inputs in = load(args);
+  io::MemoryAllowance allowance = allowance_of(args);
+  const Inputs in = load(args, allowance);
   Output out(args.output, {Format::npy, Format::csv});
-  dispatch(args, in, [&]<class T, class U>(const Gaussians<T>& p, const Gaussians<T>* q) {
-    const std::int64_t n = p.n(), m = q ? q->n() : n;
-    // Row blocks go to the file as they are done: the matrix is never held whole.
-    std::optional<MatrixWriter<U>> writer;
-    Progress progress("pairwise", show_progress(args));
-    pairwise_kl_rows(p, q,
-                     RowSink<U>([&](std::int64_t, std::int64_t rows, std::span<const U> block) {
-                       if (!writer) writer.emplace(out, n, m);
-                       writer->append(rows, block.data());
-                     }),
-                     options(args, &progress));
-    if (!writer) writer.emplace(out, n, m);  // N = 0: the header alone
-  });
+  dispatch(
+      args, in, allowance, [&]<class T, class U>(const Gaussians<T>& p, const Gaussians<T>* q) {
+        const std::int64_t n = p.n(), m = q ? q->n() : n;
+        // Row blocks go to the file as they are done: the matrix is never held whole.
+        std::optional<MatrixWriter<U>> writer;
+        Progress progress("pairwise", show_progress(args));
+        pairwise_kl_rows(p, q,
+                         RowSink<U>([&](std::int64_t, std::int64_t rows, std::span<const U> block) {
+                           if (!writer) writer.emplace(out, n, m);
+                           writer->append(rows, block.data());
+                         }),
+                         options(args, allowance, &progress));
+        if (!writer) writer.emplace(out, n, m);  // N = 0: the header alone
+      });
   out.commit();
 }
 
 void run_knn(const Args& args) {
-  const Inputs in = load(args);
+  io::MemoryAllowance allowance = allowance_of(args);
+  const Inputs in = load(args, allowance);
   Output out(args.output, {Format::npz, Format::csv});
-  dispatch(args, in, [&]<class T, class U>(const Gaussians<T>& p, const Gaussians<T>* q) {
-    const std::int64_t n = p.n(), m = q ? q->n() : n;
-    // The library checks k against M; the sizes here are only allocated for a valid k.
-    const std::int64_t k = (args.k >= 1 && args.k <= m) ? args.k : 0;
-    std::vector<std::int64_t> indices(static_cast<std::size_t>(n * k));
-    std::vector<U> values(indices.size());
-    Progress progress("knn", show_progress(args));
-    if (q) {
-      knn_kl(p, *q, args.k, indices, std::span<U>(values), options(args, &progress));
-    } else {
-      knn_kl(p, args.k, indices, std::span<U>(values), options(args, &progress));
-    }
-    write_knn(out, n, k, indices.data(), values.data());
-  });
+  dispatch(
+      args, in, allowance, [&]<class T, class U>(const Gaussians<T>& p, const Gaussians<T>* q) {
+        const std::int64_t n = p.n(), m = q ? q->n() : n;
+        // The library checks k against M; the sizes here are only allocated for a valid k.
+        const std::int64_t k = (args.k >= 1 && args.k <= m) ? args.k : 0;
+        allowance.take(n * k * static_cast<std::int64_t>(sizeof(std::int64_t) + sizeof(U)), "knn",
+                       "the result");
+        std::vector<std::int64_t> indices(static_cast<std::size_t>(n * k));
+        std::vector<U> values(indices.size());
+        Progress progress("knn", show_progress(args));
+        if (q) {
+          knn_kl(p, *q, args.k, indices, std::span<U>(values), options(args, allowance, &progress));
+        } else {
+          knn_kl(p, args.k, indices, std::span<U>(values), options(args, allowance, &progress));
+        }
+        write_knn(out, n, k, indices.data(), values.data());
+      });
   out.commit();
 }
 

@@ -56,20 +56,16 @@ std::vector<std::string> scale_names(const Side& side) {
   return found;
 }
 
-template <class T>
-std::vector<T> converted(const io::Array& a) {
-  return std::visit([](const auto& v) { return std::vector<T>(v.begin(), v.end()); }, a.data);
-}
-
 }  // namespace
 
-Side load_side(const std::string& name, const std::vector<std::string>& spec) {
+Side load_side(const std::string& name, const std::vector<std::string>& spec,
+               io::MemoryAllowance& allowance) {
   Side side{name, {}};
   if (spec.size() == 1 && spec[0].find('=') == std::string::npos) {
     if (!spec[0].ends_with(".npz")) {
       fail("--" + name + " " + spec[0] + ": give a .npz file, or NAME=FILE items (.npy or .csv)");
     }
-    for (auto& [entry, array] : io::read_npz(spec[0])) {
+    for (auto& [entry, array] : io::read_npz(spec[0], &allowance)) {
       if (!known(entry)) fail(spec[0] + ": unknown array '" + entry + "'; " + kExpected);
       side.arrays.emplace(entry, std::move(array));
     }
@@ -83,9 +79,9 @@ Side load_side(const std::string& name, const std::vector<std::string>& spec) {
       if (!known(entry)) fail("--" + name + ": unknown array '" + entry + "'; " + kExpected);
       if (side.arrays.count(entry)) fail("--" + name + ": " + entry + " given twice");
       if (path.ends_with(".npy")) {
-        side.arrays.emplace(entry, io::read_npy(path));
+        side.arrays.emplace(entry, io::read_npy(path, &allowance));
       } else if (path.ends_with(".csv")) {
-        side.arrays.emplace(entry, io::read_csv(path));
+        side.arrays.emplace(entry, io::read_csv(path, &allowance));
       } else {
         fail("--" + name + " " + item + ": the file must be .npy or .csv");
       }
@@ -102,7 +98,7 @@ bool has_float64(const Side& side) {
 }
 
 template <class T>
-Batch<T>::Batch(const Side& side) {
+Batch<T>::Batch(const Side& side, io::MemoryAllowance& allowance) {
   const io::Array& mean = side.arrays.at("mean");
   if (mean.shape.size() != 1 && mean.shape.size() != 2) {
     fail(side.name + ".mean has shape " + shape_text(mean.shape) + "; expected [N, D] or [D]");
@@ -119,15 +115,25 @@ Batch<T>::Batch(const Side& side) {
     }
     return s;
   };
+  auto data_of = [&](const std::string& n) -> const T* {
+    const io::Array& a = side.arrays.at(n);
+    if (const auto* same = std::get_if<std::vector<T>>(&a.data)) return same->data();
+    allowance.take(
+        a.size() * static_cast<std::int64_t>(sizeof(T)), "load",
+        side.name + "." + n + " converted to " + (sizeof(T) == 8 ? "float64" : "float32"));
+    return std::visit(
+        [&](const auto& v) {
+          return storage_.emplace(n, std::vector<T>(v.begin(), v.end())).first->second.data();
+        },
+        a.data);
+  };
   auto view2 = [&](const std::string& n) {
     const auto s = shape_of(n, 2);
-    const T* data = storage_.emplace(n, converted<T>(side.arrays.at(n))).first->second.data();
-    return contiguous<T, 2>(data, {s[0], s[1]});
+    return contiguous<T, 2>(data_of(n), {s[0], s[1]});
   };
   auto view3 = [&](const std::string& n) {
     const auto s = shape_of(n, 3);
-    const T* data = storage_.emplace(n, converted<T>(side.arrays.at(n))).first->second.data();
-    return contiguous<T, 3>(data, {s[0], s[1], s[2]});
+    return contiguous<T, 3>(data_of(n), {s[0], s[1], s[2]});
   };
 
   const std::vector<std::string> scale = scale_names(side);

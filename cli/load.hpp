@@ -8,6 +8,7 @@
 
 #include "gausskl/types.hpp"
 #include "io/array.hpp"
+#include "io/memory_allowance.hpp"
 
 namespace gausskl::cli {
 
@@ -19,18 +20,22 @@ struct Side {
 
 // SPEC is either one FILE.npz, or NAME=FILE items with FILE a .npy or .csv holding one array.
 // Checks names: a mean, exactly one scale description, nothing else.
-// Throws std::invalid_argument "[load] ..." on bad specs or names.
-Side load_side(const std::string& name, const std::vector<std::string>& spec);
+// Throws std::invalid_argument "[load] ..." on bad specs or names. The arrays' bytes are taken
+// from `allowance` as they are read (std::runtime_error when it runs out).
+Side load_side(const std::string& name, const std::vector<std::string>& spec,
+               io::MemoryAllowance& allowance);
 
 // True if any array of the side is float64.
 bool has_float64(const Side& side);
 
-// The side's arrays converted to T (float32 -> float64 is exact) and viewed as Gaussians.
-// A 1-D mean [D] is one distribution; the other arrays then have one dimension less.
+// The side's arrays viewed as Gaussians in T: in place when an array is already T, else
+// through a converted copy (float32 -> float64 is exact) whose bytes are taken from `allowance`.
+// A 1-D mean [D] is one distribution; the other arrays then have one dimension less. `side`
+// must outlive the Batch.
 template <class T>
 class Batch {
  public:
-  explicit Batch(const Side& side);
+  Batch(const Side& side, io::MemoryAllowance& allowance);
   const Gaussians<T>& gaussians() const { return *gaussians_; }
 
  private:

@@ -35,8 +35,10 @@ void add_common(CLI::App* cmd, Args& args, const char* out_help) {
   cmd->add_option("--threads", args.threads, "worker threads (default 0: all cores)")
       ->check(CLI::Range(0, 4096));
   cmd->add_option("--memory-budget", args.memory_budget,
-                  "working memory for the blocks of pairwise and knn, e.g. 512M or 2G "
-                  "(default 128M); inputs and the knn result come on top")
+                  "the most memory for data, e.g. 512M or 2G: inputs as read, converted and "
+                  "prepared copies, work buffers, knn's result, and blocks of results, which "
+                  "get the rest; too small is an error before the work starts (default: no "
+                  "limit, blocks of 128M)")
       ->transform(CLI::AsSizeValue(false));
   cmd->add_option("--jitter", args.jitter,
                   "add EPS to the diagonal of each covariance or precision matrix that is not "
@@ -129,7 +131,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gausskl: error: out of memory\n");
     return 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "gausskl: error: %s\n", e.what());
+    std::string message = e.what();
+    if (message.find("the memory budget (") != std::string::npos) {
+      message += " (the part of --memory-budget left after the inputs and the kept results)";
+    }
+    std::fprintf(stderr, "gausskl: error: %s\n", message.c_str());
     return 1;
   }
   return 0;

@@ -104,8 +104,11 @@ struct Options {
   int threads = 0;
   // knn_kl with q = p only: leave out j == i (a distribution's own zero).
   bool exclude_self = false;
-  // Bytes of working memory for the blocks of pairwise_kl / knn_kl (0: 128 MiB). Inputs, their
-  // factored copies (about the size of the inputs in double) and outputs come on top.
+  // Bytes the call may allocate: the prepared (factored) copies of the inputs, work buffers and,
+  // for pairwise_kl / knn_kl, the blocks of rows of results, which get what the rest leaves. A
+  // budget too small for the rest and one row is an error (std::runtime_error) before anything
+  // is allocated. 0: no limit, and blocks of 128 MiB. The caller's inputs and outputs are not
+  // counted.
   std::int64_t memory_budget = 0;
   // Called on the calling thread after each block of rows: (rows done, rows in all).
   std::function<void(std::int64_t done, std::int64_t total)> progress = nullptr;

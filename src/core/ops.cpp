@@ -31,6 +31,10 @@ void check_options(const char* op, const Options& options) {
   if (!(options.jitter >= 0 && std::isfinite(options.jitter))) {
     fail(op, "options.jitter must be finite and >= 0, found " + show(options.jitter));
   }
+  if (options.memory_budget < 0) {
+    fail(op,
+         "options.memory_budget must be >= 0 (0 = default), found " + show(options.memory_budget));
+  }
 }
 
 // Tells options.on_jitter how many distributions of each side needed the jitter.
@@ -70,6 +74,19 @@ void run(const char* op, const Gaussians<T>& p, const Gaussians<T>* q, Call&& ca
                " (to regularize, add eps to the diagonal only: C + eps * I)");
 }
 
+// With a budget, row-wise work (a double per row, per-thread slots) must fit in it.
+template <class T>
+void check_rowwise_budget(const char* op, const Gaussians<T>& p, const Gaussians<T>* q,
+                          std::int64_t n, const Options& options) {
+  if (options.memory_budget == 0) return;
+  const std::int64_t needed = cpu::kl_rowwise_footprint(p, q, n, options.threads);
+  if (needed > options.memory_budget) {
+    detail::fail_resource(op, "the memory budget (" + detail::show_bytes(options.memory_budget) +
+                                  ") is too small: the row-wise work takes " +
+                                  detail::show_bytes(needed));
+  }
+}
+
 template <class T, class U>
 void kl_impl(const Gaussians<T>& p, const Gaussians<T>& q, std::span<U> out,
              const Options& options) {
@@ -80,6 +97,7 @@ void kl_impl(const Gaussians<T>& p, const Gaussians<T>& q, std::span<U> out,
   detail::validate_same_d(op, p, q);
   const std::int64_t n = detail::broadcast_rows(op, p, q);
   check_size(op, "out", out.size(), n);
+  check_rowwise_budget(op, p, &q, n, options);
   cpu::Jitter jitter{options.jitter};
   run(op, p, &q, [&] { return cpu::kl_rowwise(p, &q, n, out.data(), options.threads, jitter); });
   report_jitter(options, jitter);
@@ -91,6 +109,7 @@ void kl_standard_normal_impl(const Gaussians<T>& p, std::span<U> out, const Opti
   check_options(op, options);
   detail::validate(op, "p", p);
   check_size(op, "out", out.size(), p.n());
+  check_rowwise_budget(op, p, static_cast<const Gaussians<T>*>(nullptr), p.n(), options);
   cpu::Jitter jitter{options.jitter};
   run(op, p, static_cast<const Gaussians<T>*>(nullptr), [&] {
     return cpu::kl_rowwise<T, U>(p, nullptr, p.n(), out.data(), options.threads, jitter);
@@ -98,15 +117,30 @@ void kl_standard_normal_impl(const Gaussians<T>& p, std::span<U> out, const Opti
   report_jitter(options, jitter);
 }
 
-// Working memory for the blocks of all-pairs operations when options.memory_budget is 0.
-constexpr std::int64_t kDefaultMemoryBudget = std::int64_t{128} << 20;
+// The blocks of results of all-pairs operations when options.memory_budget is 0.
+constexpr std::int64_t kDefaultBlockBytes = std::int64_t{128} << 20;
 
-// Rows per block so that a block of doubles [rows, m] fits the budget (at least one row).
-std::int64_t rows_per_block(const Options& options, std::int64_t n, std::int64_t m) {
-  const std::int64_t budget =
-      options.memory_budget > 0 ? options.memory_budget : kDefaultMemoryBudget;
-  return std::clamp<std::int64_t>(budget / (8 * std::max<std::int64_t>(m, 1)), 1,
-                                  std::max<std::int64_t>(n, 1));
+// Rows per block of an all-pairs operation whose rows of results take row_bytes each. With a
+// budget, the blocks get what the plan's footprint (prepared copies, work buffers) leaves of it,
+// and a budget that cannot hold one row is an error before anything is allocated; without,
+// blocks take kDefaultBlockBytes.
+template <class T>
+std::int64_t rows_per_block(const char* op, const Gaussians<T>& p, const Gaussians<T>* q,
+                            const Options& options, int threads, std::int64_t row_bytes, bool knn) {
+  const std::int64_t n = std::max<std::int64_t>(p.n(), 1);
+  row_bytes = std::max<std::int64_t>(row_bytes, 1);
+  if (options.memory_budget == 0)
+    return std::clamp<std::int64_t>(kDefaultBlockBytes / row_bytes, 1, n);
+  const std::int64_t fixed = cpu::AllPairs::footprint(p, q, threads, knn);
+  const std::int64_t left = options.memory_budget - std::min(fixed, options.memory_budget);
+  if (left < row_bytes) {
+    detail::fail_resource(op, "the memory budget (" + detail::show_bytes(options.memory_budget) +
+                                  ") is too small: the prepared distributions and work buffers "
+                                  "take " +
+                                  detail::show_bytes(fixed) + ", and each row of results " +
+                                  detail::show_bytes(row_bytes) + " more");
+  }
+  return std::min(left / row_bytes, n);
 }
 
 template <class T>
@@ -117,10 +151,6 @@ std::int64_t validate_all_pairs(const char* op, const Gaussians<T>& p, const Gau
   if (q) {
     detail::validate(op, "q", *q);
     detail::validate_same_d(op, p, *q);
-  }
-  if (options.memory_budget < 0) {
-    fail(op,
-         "options.memory_budget must be >= 0 (0 = default), found " + show(options.memory_budget));
   }
   return q ? q->n() : p.n();
 }
@@ -143,10 +173,13 @@ void stream_pairwise(const char* op, const Gaussians<T>& p, const Gaussians<T>* 
                      const RowSink<U>* sink, U* out, const Options& options) {
   const std::int64_t n = p.n(), m = q ? q->n() : n;
   const int threads = cpu::resolve_threads(options.threads);
-  const cpu::AllPairs plan = plan_all_pairs(op, p, q, threads, options);
-  const std::int64_t rows = rows_per_block(options, n, m);
   constexpr bool in_place = std::is_same_v<U, double>;
   const bool to_out = sink == nullptr;
+  // A row of the double block, and of its conversion when it goes to a sink in U.
+  const std::int64_t row_bytes =
+      detail::checked_mul(op, m, (!in_place && !to_out) ? 8 + sizeof(U) : 8, "M * 8");
+  const std::int64_t rows = rows_per_block(op, p, q, options, threads, row_bytes, false);
+  const cpu::AllPairs plan = plan_all_pairs(op, p, q, threads, options);
   // Not value-initialized: every entry of a block is written before it is read.
   std::unique_ptr<double[]> block;
   std::unique_ptr<U[]> converted;
@@ -215,8 +248,10 @@ void knn_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t k,
   check_size(op, "indices", indices.size(), size);
   check_size(op, "values", values.size(), size);
   const int threads = cpu::resolve_threads(options.threads);
+  // A row of the block and its best k.
+  const std::int64_t row_bytes = detail::checked_mul(op, m + k, 8, "(M + k) * 8");
+  const std::int64_t rows = rows_per_block(op, p, q, options, threads, row_bytes, true);
   const cpu::AllPairs plan = plan_all_pairs(op, p, q, threads, options);
-  const std::int64_t rows = rows_per_block(options, n, m);
   std::vector<double> block, best;
   try {
     block.resize(static_cast<std::size_t>(rows * m));

@@ -1,11 +1,13 @@
 #include "cpu/all_pairs.hpp"
 
+#include <algorithm>
 #include <type_traits>
 #include <vector>
 
 #include "cpu/kl_pair.hpp"
 #include "cpu/parallel.hpp"
 #include "cpu/prepare.hpp"
+#include "cpu/saturating.hpp"
 
 namespace gausskl::cpu {
 
@@ -54,6 +56,29 @@ Failure AllPairs::prepare(const Gaussians<T>& p, const Gaussians<T>* q, int thre
   return {};
 }
 
+template <class T>
+std::int64_t AllPairs::footprint(const Gaussians<T>& p, const Gaussians<T>* q, int threads,
+                                 bool knn) {
+  const Gaussians<T>& qq = q ? *q : p;
+  const std::int64_t n = p.n(), m = qq.n();
+  std::int64_t kept = 0, work = 0, scratch = 0;
+  if (std::holds_alternative<DiagGaussians<T>>(p.variant()) &&
+      std::holds_alternative<DiagGaussians<T>>(qq.variant())) {
+    kept = DiagPairs::footprint(n, m, p.d(), q == nullptr, threads);
+  } else {
+    const Layout q_layout = layout_for(qq, !std::holds_alternative<FullGaussians<T>>(p.variant()));
+    const Layout p_layout = layout_for(p, false);
+    kept = sat_mul(8, sat_add(sat_mul(q_layout.size, m), q ? sat_mul(p_layout.size, n) : 0));
+    // Preparing's scratch is freed before the blocks' is allocated: the larger of the two.
+    scratch = pair_scratch_size(q_layout);
+    work = sat_mul(sat_mul(8, threads), std::max({prepare_scratch_size(q_layout),
+                                                  prepare_scratch_size(p_layout), scratch}));
+  }
+  // knn_block: per thread an index order [M] (int64) and exact values [M] plus pair scratch.
+  if (knn) work = sat_add(work, sat_mul(sat_mul(8, threads), sat_add(2 * m, scratch)));
+  return sat_add(kept, work);
+}
+
 double AllPairs::exact(std::int64_t i, std::int64_t j, double* scratch) const {
   if (diag_) return diag_->exact(i, j);
   if (!p_ && i == j) return 0;  // KL(p_i || p_i) = 0 by definition, whatever round-off says
@@ -82,6 +107,10 @@ void AllPairs::block(std::int64_t lo, std::int64_t hi, double* out, int threads)
   });
 }
 
+template std::int64_t AllPairs::footprint<float>(const Gaussians<float>&, const Gaussians<float>*,
+                                                 int, bool);
+template std::int64_t AllPairs::footprint<double>(const Gaussians<double>&,
+                                                  const Gaussians<double>*, int, bool);
 template Failure AllPairs::prepare<float>(const Gaussians<float>&, const Gaussians<float>*, int,
                                           Jitter&, std::optional<AllPairs>&);
 template Failure AllPairs::prepare<double>(const Gaussians<double>&, const Gaussians<double>*, int,

@@ -19,6 +19,12 @@ class AllPairs {
   static Failure prepare(const Gaussians<T>& p, const Gaussians<T>* q, int threads, Jitter& jitter,
                          std::optional<AllPairs>& out);
 
+  // Bytes prepare() keeps for these inputs plus the buffers that preparing, block() and (with
+  // `knn`) knn_block() allocate on `threads` threads: everything but the block of results.
+  template <class T>
+  static std::int64_t footprint(const Gaussians<T>& p, const Gaussians<T>* q, int threads,
+                                bool knn);
+
   std::int64_t rows() const { return n_; }
   std::int64_t cols() const { return m_; }
 

@@ -33,6 +33,11 @@ template <class T, class U>
 Failure kl_rowwise(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t n, U* out,
                    int threads, Jitter& jitter);
 
+// Bytes kl_rowwise allocates for these arguments.
+template <class T>
+std::int64_t kl_rowwise_footprint(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t n,
+                                  int threads);
+
 // All-pairs operations (pairwise_kl, knn_kl) plan with AllPairs (all_pairs.hpp) and select
 // neighbours with knn_block (knn.hpp).
 

@@ -7,6 +7,7 @@
 #include "cpu/diag_quadratic.hpp"
 #include "cpu/diag_terms.hpp"
 #include "cpu/parallel.hpp"
+#include "cpu/saturating.hpp"
 #include "cpu/stable.hpp"
 #include "cpu/tunables.hpp"
 
@@ -71,6 +72,16 @@ DiagPairs::DiagPairs(const DiagGaussians<T>& p, const DiagGaussians<T>* q, doubl
   };
   unpack(p, n_, true, self_);
   if (!self_) unpack(*q, m_, false, true);
+}
+
+std::int64_t DiagPairs::footprint(std::int64_t n, std::int64_t m, std::int64_t d, bool self,
+                                  int threads) {
+  // Per row of p: mean, variance, log sigma (and, when q = p, precision and 1 / sigma), and the
+  // two sums; per row of q: mean, precision, 1 / sigma, log sigma and the two sums.
+  const std::int64_t p_doubles = sat_add(sat_mul(n, sat_mul(self ? 5 : 3, d)), 2 * n);
+  const std::int64_t q_doubles = self ? 0 : sat_add(sat_mul(m, sat_mul(4, d)), 2 * m);
+  return sat_add(sat_mul(8, sat_add(p_doubles, q_doubles)),
+                 sat_mul(threads, diag_quadratic_buffer_bytes<double>()));
 }
 
 double DiagPairs::exact(std::int64_t i, std::int64_t j) const {

@@ -21,6 +21,10 @@ class DiagPairs {
   template <class T>
   DiagPairs(const DiagGaussians<T>& p, const DiagGaussians<T>* q, double tolerance, int threads);
 
+  // Bytes a DiagPairs of these sizes keeps, plus block()'s packing buffers on `threads` threads.
+  static std::int64_t footprint(std::int64_t n, std::int64_t m, std::int64_t d, bool self,
+                                int threads);
+
   std::int64_t rows() const { return n_; }
   std::int64_t cols() const { return m_; }
 

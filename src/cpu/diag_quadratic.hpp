@@ -23,12 +23,18 @@ namespace gausskl::cpu {
 // An entry's value depends only on its own two rows and on the SIMD target: calling on any
 // split of the rows or columns gives bitwise the same Q (thread-count independence).
 // Never throws; never allocates except a thread_local packing buffer of fixed size
-// (2 * kDiagKC * (kDiagNC + kDiagMC) values of T: 640 KiB for float, 1280 KiB for double),
-// allocated on the first call in each thread (the process terminates if that allocation fails).
+// (diag_quadratic_buffer_bytes<T>(): 640 KiB for float, 1280 KiB for double), allocated on the
+// first call in each thread (the process terminates if that allocation fails).
 // Safe to call from several threads at once. Single-threaded: the caller splits rows over threads.
 template <class T>
 void diag_quadratic(const T* mu, const T* v, std::int64_t m, const T* nu, const T* lam,
                     std::int64_t n, std::int64_t d, double* q, std::int64_t ldq) noexcept;
+
+// Bytes of the per-thread packing buffer: a q panel and a p block of KC h, two values each.
+template <class T>
+constexpr std::int64_t diag_quadratic_buffer_bytes() noexcept {
+  return static_cast<std::int64_t>(sizeof(T)) * 2 * kDiagKC * (kDiagNC + kDiagMC);
+}
 
 // The SIMD target the dispatcher picked: "AVX3", "AVX2", "SSE4", "SSSE3" or "SCALAR".
 const char* diag_quadratic_target() noexcept;

@@ -7,6 +7,7 @@
 #include <memory>
 #include <new>
 
+#include "cpu/diag_quadratic.hpp"
 #include "cpu/pack_diag.hpp"
 #include "cpu/tunables.hpp"
 
@@ -15,6 +16,8 @@ namespace {
 
 constexpr std::int64_t kPanelValues = 2 * kDiagKC * kDiagNC;
 constexpr std::int64_t kBlockValues = 2 * kDiagKC * kDiagMC;
+static_assert(diag_quadratic_buffer_bytes<double>() ==
+              sizeof(double) * (kPanelValues + kBlockValues));
 
 // The q panel followed by the p block. One per thread, allocated on its first use, so that
 // concurrent calls never share it and a call never allocates; failure to allocate terminates

@@ -4,6 +4,7 @@
 #include "cpu/backend.hpp"
 #include "cpu/kl_pair.hpp"
 #include "cpu/parallel.hpp"
+#include "cpu/saturating.hpp"
 
 namespace gausskl::cpu {
 
@@ -11,20 +12,50 @@ namespace gausskl::cpu {
 // prepared copies stay in cache and take O(threads) memory. A side with N = 1 is prepared once.
 // Results go to a double buffer first: a factorization found to fail half-way leaves the
 // caller's `out` untouched.
+namespace {
+
+// What kl_rowwise allocates per distribution and per worker.
+struct RowwiseSizes {
+  Layout p_layout, q_layout;  // q_layout: N(0, I)'s without q
+  std::int64_t prep_scratch, per_worker;
+
+  template <class T>
+  RowwiseSizes(const Gaussians<T>& p, const Gaussians<T>* q)
+      : p_layout(layout_for(p, false)),
+        q_layout(q ? layout_for(*q, !std::holds_alternative<FullGaussians<T>>(p.variant()))
+                   : Layout(p.d(), 0, false, false)),
+        prep_scratch(std::max(prepare_scratch_size(p_layout), prepare_scratch_size(q_layout))),
+        // A p slot, a q slot, factorization scratch, pair scratch.
+        per_worker(p_layout.size + q_layout.size + prep_scratch + pair_scratch_size(q_layout)) {}
+};
+
+}  // namespace
+
+template <class T>
+std::int64_t kl_rowwise_footprint(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t n,
+                                  int threads) {
+  const RowwiseSizes sizes(p, q);
+  threads = static_cast<int>(
+      std::clamp<std::int64_t>(resolve_threads(threads), 1, std::max<std::int64_t>(n, 1)));
+  // The workers' slots and scratch, the result buffer, and the fixed p, q and scratch.
+  const std::int64_t doubles =
+      sat_add(sat_add(sat_mul(threads, sizes.per_worker), n),
+              sizes.p_layout.size + sizes.q_layout.size + sizes.prep_scratch);
+  return sat_mul(8, doubles);
+}
+
 template <class T, class U>
 Failure kl_rowwise(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t n, U* out,
                    int threads, Jitter& jitter) {
   const Factoring fp = jitter.of_p(), fq = jitter.of_q();
   threads = static_cast<int>(
       std::clamp<std::int64_t>(resolve_threads(threads), 1, std::max<std::int64_t>(n, 1)));
-  const bool p_tri = std::holds_alternative<FullGaussians<T>>(p.variant());
-  const Layout p_layout = layout_for(p, false);
-  PreparedBatch q_fixed = q ? PreparedBatch(layout_for(*q, !p_tri), 1) : standard_normal(p.d());
-  const Layout& q_layout = q_fixed.layout();
+  const RowwiseSizes sizes(p, q);
+  const Layout &p_layout = sizes.p_layout, &q_layout = sizes.q_layout;
+  PreparedBatch q_fixed = q ? PreparedBatch(q_layout, 1) : standard_normal(p.d());
   const bool p_once = p.n() == 1, q_once = !q || q->n() == 1;
 
-  const std::int64_t prep_scratch =
-      std::max(prepare_scratch_size(p_layout), prepare_scratch_size(q_layout));
+  const std::int64_t prep_scratch = sizes.prep_scratch;
   std::vector<double> scratch(static_cast<std::size_t>(prep_scratch));
   PreparedBatch p_fixed(p_layout, p_once ? 1 : 0);
   if (p_once) {
@@ -38,9 +69,7 @@ Failure kl_rowwise(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t n,
     }
   }
 
-  // Per worker: a p slot, a q slot, factorization scratch, pair scratch.
-  const std::int64_t per_worker =
-      p_layout.size + q_layout.size + prep_scratch + pair_scratch_size(q_layout);
+  const std::int64_t per_worker = sizes.per_worker;
   std::vector<double> work(static_cast<std::size_t>(threads * per_worker));
   std::vector<double> result(static_cast<std::size_t>(n));
   std::vector<Failure> failures(static_cast<std::size_t>(threads));
@@ -76,6 +105,11 @@ Failure kl_rowwise(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t n,
   std::transform(result.begin(), result.end(), out, [](double x) { return static_cast<U>(x); });
   return {};
 }
+
+template std::int64_t kl_rowwise_footprint<float>(const Gaussians<float>&, const Gaussians<float>*,
+                                                  std::int64_t, int);
+template std::int64_t kl_rowwise_footprint<double>(const Gaussians<double>&,
+                                                   const Gaussians<double>*, std::int64_t, int);
 
 #define GAUSSKL_INSTANTIATE(T, U)                                                               \
   template Failure kl_rowwise<T, U>(const Gaussians<T>&, const Gaussians<T>*, std::int64_t, U*, \

@@ -12,13 +12,17 @@
 #include <string>
 
 #include "io/array.hpp"
+#include "io/memory_allowance.hpp"
 
 namespace gausskl::io {
 
-Array read_csv(const std::string& path);
+// With `allowance`, the text's bytes and room for the values it can hold (one per comma or line)
+// are taken from it before they are allocated; the text's are given back once it is parsed.
+Array read_csv(const std::string& path, MemoryAllowance* allowance = nullptr);
 
 // Parses CSV text held in memory; `where` names it in error messages.
-Array parse_csv(std::string_view text, const std::string& where);
+Array parse_csv(std::string_view text, const std::string& where,
+                MemoryAllowance* allowance = nullptr);
 
 // Writes rows x cols values, row-major. Throws std::runtime_error if the write fails.
 void write_csv(std::FILE* out, std::int64_t rows, std::int64_t cols, const float* data);

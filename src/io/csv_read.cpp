@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <charconv>
 
 #include "io/csv.hpp"
@@ -46,8 +47,16 @@ double parse_value(std::string_view token, const std::string& where, std::int64_
 
 }  // namespace
 
-Array parse_csv(std::string_view text, const std::string& where) {
+Array parse_csv(std::string_view text, const std::string& where, MemoryAllowance* allowance) {
   std::vector<double> values;
+  if (allowance) {
+    // Every value but a line's last ends at a comma, so this bounds the count; reserving it
+    // also keeps push_back from ever holding two copies while it grows.
+    const auto most = static_cast<std::int64_t>(std::count(text.begin(), text.end(), ',') +
+                                                std::count(text.begin(), text.end(), '\n') + 1);
+    allowance->take(most * static_cast<std::int64_t>(sizeof(double)), "read", where);
+    values.reserve(static_cast<std::size_t>(most));
+  }
   std::int64_t rows = 0, columns = 0, first_row_line = 0, line_number = 0;
   std::size_t pos = 0;
   while (pos < text.size()) {
@@ -88,11 +97,18 @@ Array parse_csv(std::string_view text, const std::string& where) {
   return array;
 }
 
-Array read_csv(const std::string& path) {
+Array read_csv(const std::string& path, MemoryAllowance* allowance) {
   const InputFile file(path);
-  std::string text(static_cast<std::size_t>(file.size()), '\0');
-  file.read_at(0, std::as_writable_bytes(std::span(text)));
-  return parse_csv(text, path);
+  const auto size = static_cast<std::int64_t>(file.size());
+  if (allowance) allowance->take(size, "read", path);
+  Array array;
+  {
+    std::string text(static_cast<std::size_t>(size), '\0');
+    file.read_at(0, std::as_writable_bytes(std::span(text)));
+    array = parse_csv(text, path, allowance);
+  }
+  if (allowance) allowance->give_back(size);
+  return array;
 }
 
 }  // namespace gausskl::io

@@ -14,10 +14,12 @@
 #include <string>
 
 #include "io/array.hpp"
+#include "io/memory_allowance.hpp"
 
 namespace gausskl::io {
 
-Array read_npy(const std::string& path);
+// With `allowance`, the values' bytes are taken from it before they are allocated.
+Array read_npy(const std::string& path, MemoryAllowance* allowance = nullptr);
 
 // Parses a whole .npy image held in memory; `where` names it in error messages
 // (e.g. "P.npz: entry 'std.npy'").

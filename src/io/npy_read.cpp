@@ -63,7 +63,7 @@ std::vector<T> read_values(ByteSource& source, const NpyHeader& header, std::int
 
 }  // namespace
 
-Array read_npy_image(ByteSource& source, const std::string& where) {
+Array read_npy_image(ByteSource& source, const std::string& where, MemoryAllowance* allowance) {
   // Magic (6 bytes), major and minor version (1 byte each), then the header length: 2 bytes in
   // version 1.0, 4 bytes in 2.0 and 3.0 (3.0 allows UTF-8 in the header).
   std::array<std::byte, kNpyMagicSize + 2> prefix{};
@@ -105,6 +105,9 @@ Array read_npy_image(ByteSource& source, const std::string& where) {
                                 shape_text(header.shape) + " " + dtype_name(header.dtype) +
                                 ", found " + std::to_string(source.remaining()));
   }
+  // Fortran order is reordered through a second copy, freed before returning.
+  const bool reordered = header.fortran_order && header.shape.size() > 1;
+  if (allowance) allowance->take(reordered ? 2 * bytes : bytes, "read", where);
   Array array;
   array.shape = header.shape;
   if (header.dtype == DType::float32) {
@@ -112,13 +115,14 @@ Array read_npy_image(ByteSource& source, const std::string& where) {
   } else {
     array.data = read_values<double>(source, header, count);
   }
+  if (allowance && reordered) allowance->give_back(bytes);
   return array;
 }
 
-Array read_npy(const std::string& path) {
+Array read_npy(const std::string& path, MemoryAllowance* allowance) {
   const InputFile file(path);
   FileSource source(file, 0);
-  return read_npy_image(source, path);
+  return read_npy_image(source, path, allowance);
 }
 
 Array parse_npy(std::span<const std::byte> bytes, const std::string& where) {

@@ -12,12 +12,15 @@
 #include <vector>
 
 #include "io/array.hpp"
+#include "io/memory_allowance.hpp"
 
 namespace gausskl::io {
 
 // Entries in archive order, names without the ".npy" suffix. Entries not ending in ".npy"
-// are an error. Errors as for read_npy ("[read] path: entry 'x.npy': what").
-std::vector<std::pair<std::string, Array>> read_npz(const std::string& path);
+// are an error. Errors as for read_npy ("[read] path: entry 'x.npy': what"). With `allowance`,
+// each entry's values are taken from it before they are allocated.
+std::vector<std::pair<std::string, Array>> read_npz(const std::string& path,
+                                                    MemoryAllowance* allowance = nullptr);
 
 // Reads an archive held in memory; `where` names it in error messages.
 std::vector<std::pair<std::string, Array>> parse_npz(std::span<const std::byte> bytes,

@@ -16,7 +16,8 @@ std::string entry_where(const std::string& path, const ZipEntry& entry) {
   return path + ": entry " + quote_for_message(entry.name);
 }
 
-std::vector<std::pair<std::string, Array>> read_archive(const RandomAccessInput& file) {
+std::vector<std::pair<std::string, Array>> read_archive(const RandomAccessInput& file,
+                                                        MemoryAllowance* allowance) {
   const std::string& path = file.path();
   const ZipDirectory directory = read_zip_directory(file);
 
@@ -44,7 +45,7 @@ std::vector<std::pair<std::string, Array>> read_archive(const RandomAccessInput&
     const std::string where = entry_where(path, entry);
     ZipEntrySource source(file, entry, data_offsets[i], where);
     source.prove_declared_size();
-    Array array = read_npy_image(source, where);
+    Array array = read_npy_image(source, where, allowance);
     source.finish();
     arrays.emplace_back(entry.name.substr(0, entry.name.size() - kSuffix.size()), std::move(array));
   }
@@ -53,13 +54,14 @@ std::vector<std::pair<std::string, Array>> read_archive(const RandomAccessInput&
 
 }  // namespace
 
-std::vector<std::pair<std::string, Array>> read_npz(const std::string& path) {
-  return read_archive(InputFile(path));
+std::vector<std::pair<std::string, Array>> read_npz(const std::string& path,
+                                                    MemoryAllowance* allowance) {
+  return read_archive(InputFile(path), allowance);
 }
 
 std::vector<std::pair<std::string, Array>> parse_npz(std::span<const std::byte> bytes,
                                                      const std::string& where) {
-  return read_archive(MemoryInput(bytes, where));
+  return read_archive(MemoryInput(bytes, where), nullptr);
 }
 
 }  // namespace gausskl::io

@@ -1,5 +1,6 @@
-"""pairwise and knn in blocks of rows: a tiny --memory-budget gives the same bytes as the
-default (one block), against the NumPy oracle; the progress line appears only on a terminal."""
+"""pairwise and knn in blocks of rows: the tightest --memory-budget (one row per block) gives
+the same bytes as the default (one block), against the NumPy oracle, and one byte less is a
+resource error; the progress line appears only on a terminal."""
 
 import os
 import pty
@@ -12,26 +13,47 @@ import reference_np as ref
 from cli_helpers import assert_close, gaussians, save
 
 
+def smallest_budget(gausskl, args):
+    """The smallest --memory-budget (bytes) under which `gausskl *args` succeeds, by bisection."""
+    low, high = 1, 64 << 20  # fails, succeeds
+    assert gausskl(*args, "--memory-budget", high).returncode == 0
+    while high - low > 1:
+        mid = (low + high) // 2
+        if gausskl(*args, "--memory-budget", mid).returncode == 0:
+            high = mid
+        else:
+            low = mid
+    return high
+
+
 @pytest.mark.parametrize("kind", ["std", "scale_tril", "lowrank"])
 @pytest.mark.parametrize("output", ["npy", "csv"])
-def test_pairwise_tiny_budget_streams_the_same_matrix(gausskl, tmp_path, rng, kind, output):
+def test_pairwise_tightest_budget_streams_the_same_matrix(gausskl, tmp_path, rng, kind, output):
     p = gaussians(rng, kind, 37, 5)
     q = gaussians(rng, kind, 23, 5)
-    spec = ["--p", *save(tmp_path, "p", p), "--q", *save(tmp_path, "q", q)]
+    spec = ["--p", *save(tmp_path, "p", p), "--q", *save(tmp_path, "q", q), "--threads", 1]
     whole, blocks = tmp_path / f"whole.{output}", tmp_path / f"blocks.{output}"
     gausskl.ok("pairwise", *spec, "-o", whole)
-    # 200 bytes hold less than one row of 23 doubles: every row is its own block.
-    gausskl.ok("pairwise", *spec, "--memory-budget", "200", "-o", blocks)
+    # The tightest budget holds the inputs, the prepared copies and one row: 37 blocks.
+    budget = smallest_budget(gausskl, ["pairwise", *spec, "-o", blocks])
+    gausskl.ok("pairwise", *spec, "--memory-budget", budget, "-o", blocks)
     assert whole.read_bytes() == blocks.read_bytes()
     got = np.load(blocks) if output == "npy" else np.loadtxt(blocks, delimiter=",")
     assert_close(got, ref.pairwise(p, q), np.float64)
+    # One byte less: not even one row fits; a resource error and no file.
+    blocks.unlink()
+    result = gausskl("pairwise", *spec, "--memory-budget", budget - 1, "-o", blocks)
+    assert result.returncode == 1
+    assert "memory budget" in result.stderr and "is too small" in result.stderr
+    assert not blocks.exists()
 
 
-def test_knn_tiny_budget_same_result(gausskl, tmp_path, rng):
+def test_knn_tightest_budget_same_result(gausskl, tmp_path, rng):
     p = gaussians(rng, "std", 41, 6, np.float32)
-    spec = ["--p", *save(tmp_path, "p", p)]
+    spec = ["--p", *save(tmp_path, "p", p), "--threads", 1]
     gausskl.ok("knn", *spec, "-k", 3, "-o", tmp_path / "a.npz")
-    gausskl.ok("knn", *spec, "-k", 3, "--memory-budget", "1k", "-o", tmp_path / "b.npz")
+    budget = smallest_budget(gausskl, ["knn", *spec, "-k", 3, "-o", tmp_path / "b.npz"])
+    gausskl.ok("knn", *spec, "-k", 3, "--memory-budget", budget, "-o", tmp_path / "b.npz")
     with np.load(tmp_path / "a.npz") as a, np.load(tmp_path / "b.npz") as b:
         np.testing.assert_array_equal(a["indices"], b["indices"])
         np.testing.assert_array_equal(a["kl"], b["kl"])
@@ -69,7 +91,8 @@ def run_on_terminal(gausskl, args):
 
 def test_progress_only_on_a_terminal_and_not_with_quiet(gausskl, tmp_path, rng):
     spec = ["--p", *save(tmp_path, "p", gaussians(rng, "std", 300, 8))]
-    args = ["pairwise", *spec, "--memory-budget", "2k", "-o", tmp_path / "kl.npy"]
+    # 3M: room for the packing buffer (1.25 MiB), the prepared copies and several blocks.
+    args = ["pairwise", *spec, "--threads", 1, "--memory-budget", "3M", "-o", tmp_path / "kl.npy"]
     code, printed = run_on_terminal(gausskl, args)
     assert code == 0 and "pairwise: 100% (300 of 300 rows" in printed
     code, printed = run_on_terminal(gausskl, [*args, "--quiet"])

@@ -5,14 +5,26 @@
 #include <algorithm>
 #include <span>
 #include <stdexcept>
+#include <type_traits>
 #include <vector>
 
+#include "cpu/all_pairs.hpp"
+#include "cpu/backend.hpp"
 #include "gausskl/ops.hpp"
+#include "support/allocations.hpp"
 #include "support/batches.hpp"
 #include "support/generators.hpp"
 
 namespace gausskl::test {
 namespace {
+
+// A memory budget that leaves room for `rows` rows of `row_bytes` after the plan's footprint
+// on `threads` threads.
+template <class T>
+std::int64_t budget_for_rows(const Gaussians<T>& p, const std::type_identity_t<Gaussians<T>>* q,
+                             bool knn, std::int64_t rows, std::int64_t row_bytes, int threads = 1) {
+  return cpu::AllPairs::footprint(p, q, threads, knn) + rows * row_bytes;
+}
 
 TEST(PairwiseKlRows, BlocksInOrderEqualTheWholeMatrixForAnyBudget) {
   Rng rng(40);
@@ -23,22 +35,24 @@ TEST(PairwiseKlRows, BlocksInOrderEqualTheWholeMatrixForAnyBudget) {
     std::vector<double> whole(13 * 7);
     pairwise_kl(p.view(), q.view(), std::span<double>(whole));
     const Gaussians<double> qv = q.view();
-    // 8 bytes per double: budgets of 1 row, 2 rows, 5 rows and everything.
-    for (const std::int64_t budget : {1, 8 * 7 * 2, 8 * 7 * 5, 0}) {
-      SCOPED_TRACE(budget);
+    // A row of doubles: 8 * 7 bytes. Budgets of 1 row, 2 rows, 5 rows, and none.
+    for (const std::int64_t rows : {1, 2, 5, 0}) {
+      SCOPED_TRACE(rows);
       std::vector<double> streamed;
       std::vector<std::int64_t> progress;
       Options options;
-      options.memory_budget = budget;
+      options.threads = 1;
+      options.memory_budget =
+          rows > 0 ? budget_for_rows(p.view(), &qv, false, rows, 8 * 7) + 8 * 7 - 1 : 0;
       options.progress = [&](std::int64_t done, std::int64_t total) {
         EXPECT_EQ(total, 13);
         progress.push_back(done);
       };
       pairwise_kl_rows(
           p.view(), &qv,
-          RowSink<double>([&](std::int64_t first, std::int64_t rows, std::span<const double> b) {
+          RowSink<double>([&](std::int64_t first, std::int64_t count, std::span<const double> b) {
             EXPECT_EQ(first * 7, static_cast<std::int64_t>(streamed.size()));
-            EXPECT_EQ(static_cast<std::int64_t>(b.size()), rows * 7);
+            EXPECT_EQ(static_cast<std::int64_t>(b.size()), count * 7);
             streamed.insert(streamed.end(), b.begin(), b.end());
           }),
           options);
@@ -46,8 +60,8 @@ TEST(PairwiseKlRows, BlocksInOrderEqualTheWholeMatrixForAnyBudget) {
       ASSERT_FALSE(progress.empty());
       EXPECT_EQ(progress.back(), 13);
       EXPECT_TRUE(std::is_sorted(progress.begin(), progress.end()));
-      if (budget == 1) {
-        EXPECT_EQ(progress.size(), 13u);
+      if (rows > 0) {
+        EXPECT_EQ(static_cast<std::int64_t>(progress.size()), (13 + rows - 1) / rows);
       }
     }
   }
@@ -58,7 +72,9 @@ TEST(PairwiseKlRows, SinkErrorsPropagate) {
   const auto [ps, qs] = make_specs(rng, Data::random, Family::diag, Family::diag, 4, 4, 3);
   const Batch<float> p = make_batch<float>(ps, layout_of(Family::diag));
   Options options;
-  options.memory_budget = 1;
+  options.threads = 1;
+  // One row per block: a row of doubles and its float copy.
+  options.memory_budget = budget_for_rows(p.view(), nullptr, false, 1, 4 * (8 + 4));
   int calls = 0;
   EXPECT_THROW(
       pairwise_kl_rows(p.view(), nullptr,
@@ -94,11 +110,106 @@ TEST(KnnKl, SameResultWhateverTheBudget) {
     std::vector<float> kl_all(11 * 4), kl_rows(11 * 4);
     knn_kl(p.view(), 4, idx_all, std::span<float>(kl_all));
     Options options;
-    options.memory_budget = 1;
+    options.threads = 1;
+    // One row per block: 11 doubles and the best 4.
+    options.memory_budget = budget_for_rows(p.view(), nullptr, true, 1, 8 * (11 + 4));
     knn_kl(p.view(), 4, idx_rows, std::span<float>(kl_rows), options);
     EXPECT_EQ(idx_all, idx_rows);
     EXPECT_EQ(kl_all, kl_rows);
   }
+}
+
+// Thread start-up and similar bookkeeping the footprint does not count.
+constexpr std::size_t kSlack = 16 << 10;
+
+TEST(MemoryBudget, AllocationsPeakWithinTheBudget) {
+  Rng rng(44);
+  const std::int64_t n = 40, m = 30, d = 12;
+  for (const Family family : {Family::diag, Family::full, Family::lowrank}) {
+    SCOPED_TRACE(name(family));
+    const auto [ps, qs] = make_specs(rng, Data::random, family, family, n, m, d);
+    const Batch<float> p = make_batch<float>(ps, layout_of(family));
+    const Batch<float> q = make_batch<float>(qs, layout_of(family));
+    const Gaussians<float> qv = q.view();
+    Options options;
+    options.threads = 2;
+
+    // pairwise_kl_rows to float: a row of doubles and its float copy per row; 3 rows a block.
+    options.memory_budget = budget_for_rows(p.view(), &qv, false, 3, m * (8 + 4), 2);
+    double sum = 0;
+    std::size_t peak = 0;
+    {
+      const CountAllocations count;
+      pairwise_kl_rows(p.view(), &qv,
+                       RowSink<float>([&](std::int64_t, std::int64_t, std::span<const float> b) {
+                         for (float x : b)
+                           sum += x;
+                       }),
+                       options);
+      peak = count.peak_bytes();
+    }
+    EXPECT_GT(sum, 0);
+    EXPECT_LE(peak, static_cast<std::size_t>(options.memory_budget) + kSlack);
+
+    // knn_kl: a row of doubles and the best k per row.
+    const std::int64_t k = 5;
+    std::vector<std::int64_t> idx(n * k);
+    std::vector<float> kl(n * k);
+    options.memory_budget = budget_for_rows(p.view(), &qv, true, 3, 8 * (m + k), 2);
+    {
+      const CountAllocations count;
+      knn_kl(p.view(), qv, k, idx, std::span<float>(kl), options);
+      peak = count.peak_bytes();
+    }
+    EXPECT_LE(peak, static_cast<std::size_t>(options.memory_budget) + kSlack);
+
+    // Row-wise kl: whatever it allocates is what the budget must hold.
+    std::vector<float> rowwise(std::min(n, m));
+    const Batch<float> p_rows = make_batch<float>(
+        make_specs(rng, Data::random, family, family, m, m, d).first, layout_of(family));
+    options.memory_budget = cpu::kl_rowwise_footprint(p_rows.view(), &qv, m, 2);
+    rowwise.resize(m);
+    {
+      const CountAllocations count;
+      gausskl::kl(p_rows.view(), qv, std::span<float>(rowwise), options);
+      peak = count.peak_bytes();
+    }
+    EXPECT_LE(peak, static_cast<std::size_t>(options.memory_budget) + kSlack);
+  }
+}
+
+TEST(MemoryBudget, TooSmallForOneRowIsAnErrorBeforeAnyWork) {
+  Rng rng(45);
+  const auto [ps, qs] = make_specs(rng, Data::random, Family::full, Family::diag, 6, 9, 4);
+  const Batch<double> p = make_batch<double>(ps, layout_of(Family::full));
+  const Batch<double> q = make_batch<double>(qs, layout_of(Family::diag));
+  const Gaussians<double> qv = q.view();
+  Options options;
+  options.threads = 1;
+  const std::int64_t enough = budget_for_rows(p.view(), &qv, false, 1, 8 * 9);
+  int calls = 0;
+  const RowSink<double> sink([&](std::int64_t, std::int64_t, std::span<const double>) { ++calls; });
+  options.memory_budget = enough;
+  pairwise_kl_rows(p.view(), &qv, sink, options);
+  EXPECT_EQ(calls, 6);
+
+  calls = 0;
+  options.memory_budget = enough - 1;
+  try {
+    pairwise_kl_rows(p.view(), &qv, sink, options);
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("[pairwise_kl] the memory budget ("), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("is too small"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(calls, 0);
+
+  std::vector<std::int64_t> idx(6);
+  std::vector<double> kl(6);
+  options.memory_budget = 1;
+  EXPECT_THROW(knn_kl(p.view(), qv, 1, idx, std::span<double>(kl), options), std::runtime_error);
+  EXPECT_THROW(kl_standard_normal(p.view(), std::span<double>(kl), options), std::runtime_error);
 }
 
 }  // namespace

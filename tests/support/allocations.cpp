@@ -1,5 +1,6 @@
 #include "support/allocations.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <new>
@@ -7,13 +8,27 @@
 namespace gausskl::test {
 namespace {
 
+// Every block carries its size in a header of this many bytes (keeps malloc's alignment).
+constexpr std::size_t kHeader = alignof(std::max_align_t);
+
 std::atomic<bool> counting{false};
 std::atomic<std::size_t> total{0};
+std::atomic<std::size_t> live{0}, peak{0}, base{0};
+
+void note_new(std::size_t size) {
+  if (counting.load(std::memory_order_relaxed)) total += size;
+  const std::size_t now = live += size;
+  std::size_t seen = peak.load(std::memory_order_relaxed);
+  while (now > seen && !peak.compare_exchange_weak(seen, now)) {
+  }
+}
 
 }  // namespace
 
 CountAllocations::CountAllocations() {
   total = 0;
+  base = live.load();
+  peak = base.load();
   counting = true;
 }
 
@@ -25,19 +40,29 @@ std::size_t CountAllocations::total_bytes() const {
   return total;
 }
 
+std::size_t CountAllocations::peak_bytes() const {
+  return peak - std::min(peak.load(), base.load());
+}
+
 }  // namespace gausskl::test
 
 // The default array and nothrow forms forward to these.
 void* operator new(std::size_t size) {
-  if (gausskl::test::counting.load(std::memory_order_relaxed)) gausskl::test::total += size;
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  if (void* p = std::malloc(size + gausskl::test::kHeader)) {
+    *static_cast<std::size_t*>(p) = size;
+    gausskl::test::note_new(size);
+    return static_cast<char*>(p) + gausskl::test::kHeader;
+  }
   throw std::bad_alloc();
 }
 
 void operator delete(void* p) noexcept {
-  std::free(p);
+  if (!p) return;
+  void* block = static_cast<char*>(p) - gausskl::test::kHeader;
+  gausskl::test::live -= *static_cast<std::size_t*>(block);
+  std::free(block);
 }
 
 void operator delete(void* p, std::size_t) noexcept {
-  std::free(p);
+  operator delete(p);
 }

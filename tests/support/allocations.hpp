@@ -1,5 +1,6 @@
-// Counts the bytes requested from operator new while an instance is alive (all threads).
-// Linking this file replaces the global operator new of the test program.
+// Counts the bytes requested from operator new while an instance is alive (all threads), and the
+// peak of the bytes live at once. Linking this file replaces the global operator new and delete
+// of the test program (aligned new, used only for the kernels' packing buffers, is not counted).
 #pragma once
 
 #include <cstddef>
@@ -14,6 +15,7 @@ class CountAllocations {
   CountAllocations& operator=(const CountAllocations&) = delete;
 
   std::size_t total_bytes() const;  // the sum of every request so far
+  std::size_t peak_bytes() const;   // the most live at once so far, above the level at the start
 };
 
 }  // namespace gausskl::test
