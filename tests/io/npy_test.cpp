@@ -82,6 +82,29 @@ INSTANTIATE_TEST_SUITE_P(
       return name.substr(0, name.find('.'));
     });
 
+// The values' bytes are taken from the allowance before they are allocated; Fortran order
+// needs room for its reordering copy too, and gives it back afterwards.
+TEST_P(NpyFixture, TakesItsBytesFromTheAllowance) {
+  const auto& param = GetParam();
+  std::int64_t count = 1;
+  for (const std::int64_t s : param.shape)
+    count *= s;
+  const std::int64_t bytes = count * (param.dtype == DType::float32 ? 4 : 8);
+  const bool fortran = std::string(param.file).find("fortran") != std::string::npos;
+  const std::int64_t needed = fortran ? 2 * bytes : bytes;
+  MemoryAllowance exact(needed);
+  expect_grid(read_npy(fixture(param.file), &exact), param.shape, param.dtype);
+  EXPECT_EQ(exact.taken(), bytes);
+  if (needed > 0) {
+    MemoryAllowance short_by_one(needed - 1);
+    const std::string message =
+        error_message<std::runtime_error>([&] { read_npy(fixture(param.file), &short_by_one); });
+    EXPECT_TRUE(Contains(message, "[read] "));
+    EXPECT_TRUE(Contains(message, "memory budget is left"));
+    EXPECT_EQ(short_by_one.taken(), 0);
+  }
+}
+
 TEST(Npy, ZeroDimensionalArrayHasOneElementAndNoShape) {
   const Array array = read_npy(fixture("f8_0d.npy"));
   EXPECT_TRUE(array.shape.empty());
