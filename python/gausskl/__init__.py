@@ -35,11 +35,18 @@ raises ValueError naming the operation, array, index and rule, e.g.
 ``[kl] p.scale (std) must be positive and finite, found -0.5 at row 17, column 3``.
 Tensors with ``requires_grad`` get gradients; CUDA and MPS tensors are computed with the same
 algorithms in torch operations.
+
+A covariance or precision matrix that is not positive definite is an error unless the operation
+is given ``jitter=EPS`` (every operation takes it): such matrices, and only those, are then
+factored with EPS added to their diagonal, and a ``JitterWarning`` says how many::
+
+    kl = gk.pairwise_kl(gk.FullGaussian(mu, covariance=sample_cov), jitter=1e-6)
 """
 
 from gausskl._distributions import DiagGaussian, FullGaussian, Gaussian, LowRankGaussian
 from gausskl._ext import version as _library_version
 from gausskl._from_torch import from_torch
+from gausskl._jitter import JitterWarning
 from gausskl._ops import kl, kl_standard_normal, knn_kl, pairwise_kl
 
 __version__ = _library_version()
@@ -48,6 +55,7 @@ __all__ = [
     "DiagGaussian",
     "FullGaussian",
     "Gaussian",
+    "JitterWarning",
     "LowRankGaussian",
     "from_torch",
     "kl",

@@ -68,17 +68,25 @@ class LowRankGaussian(Gaussian):
     @property
     def rank(self) -> int: ...
 
+class JitterWarning(UserWarning): ...
+
 def from_torch(dist: Any) -> Gaussian: ...
 def kl(
-    p: GaussianLike, q: GaussianLike, *, threads: int = 0, torch_path: Optional[bool] = None
+    p: GaussianLike,
+    q: GaussianLike,
+    *,
+    jitter: float = 0.0,
+    threads: int = 0,
+    torch_path: Optional[bool] = None,
 ) -> Array: ...
 def kl_standard_normal(
-    p: GaussianLike, *, threads: int = 0, torch_path: Optional[bool] = None
+    p: GaussianLike, *, jitter: float = 0.0, threads: int = 0, torch_path: Optional[bool] = None
 ) -> Array: ...
 def pairwise_kl(
     p: GaussianLike,
     q: Optional[GaussianLike] = None,
     *,
+    jitter: float = 0.0,
     threads: int = 0,
     torch_path: Optional[bool] = None,
 ) -> Array: ...
@@ -88,6 +96,7 @@ def knn_kl(
     *,
     k: int,
     exclude_self: bool = False,
+    jitter: float = 0.0,
     threads: int = 0,
     torch_path: Optional[bool] = None,
 ) -> Tuple[Array, Array]: ...

@@ -10,6 +10,9 @@
       dL/dnu = lam * (nu * colsum(G) - G' mu)
       dL/dw  = 1/2 [ colsum(G) lam - lam^2 (G'(v + mu^2) - 2 nu (G' mu) + nu^2 colsum(G)) ]
   then chained to the parameterization given (std, var, logvar, precision).
+* No jitter here: a backward factoring again could jitter other matrices than the library's
+  forward did, so calls with jitter > 0 and matrices to factor take their gradients through
+  gausskl._torch_path, forward included (see gausskl._ops._Call).
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ Each picks one of three paths:
   for CPU tensors when GAUSSKL_FORCE_TORCH_PATH=1 or torch_path=True.
 Results come back in the caller's framework: torch tensors if any input is one (on its device),
 else NumPy arrays (or, for another DLPack framework with an array namespace, that framework's).
+Both the library and the torch path count the distributions they factored with the jitter; the
+call ends with a JitterWarning per side that needed it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import numpy as np
 from gausskl import _arrays
 from gausskl import _ext
 from gausskl._distributions import Gaussian
+from gausskl._jitter import Jitter
 
 
 def _as_gaussian(op: str, side: str, x) -> Gaussian:
@@ -34,11 +37,17 @@ def _as_gaussian(op: str, side: str, x) -> Gaussian:
     )
 
 
-class _Call:
-    """What one call computes with: precision, framework, device, path."""
+def _factored(g: Gaussian) -> bool:
+    """Whether the batch has matrices that are factored (and may need the jitter)."""
+    return g.family == "full" and g.param != "scale_tril"
 
-    def __init__(self, op: str, gs: list, torch_path):
+
+class _Call:
+    """What one call computes with: precision, framework, device, path, jitter."""
+
+    def __init__(self, op: str, gs: list, torch_path, jitter):
         self.op = op
+        self.jitter = Jitter(op, jitter)
         self.kind = (_arrays.FLOAT64 if any(g._kind == _arrays.FLOAT64 for g in gs)
                      else _arrays.FLOAT32)
         tensors = [t for g in gs for t in g._tensors]
@@ -58,8 +67,12 @@ class _Call:
         self.device = devices.pop()
         if torch_path is None:
             torch_path = _arrays.force_torch_path()
-        self.native = self.device.type != "cpu" or bool(torch_path)
         self.grad = self.torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+        # Gradients with a jitter come from the torch path, forward included: the library says
+        # how many matrices it jittered but not which, and a backward deciding again with torch's
+        # Cholesky could disagree on the nearly singular ones, those the jitter is for.
+        jittered_grad = self.grad and self.jitter.eps > 0 and any(_factored(g) for g in gs)
+        self.native = self.device.type != "cpu" or bool(torch_path) or jittered_grad
 
     def unify(self, g: Gaussian | None):
         """With torch results: every array as a tensor on the call's device (NumPy arrays are
@@ -87,10 +100,13 @@ class _Call:
             return self.torch.empty(shape, dtype=dtype)
         return np.empty(shape, dtype=dtype)
 
-    def result(self, x):
+    def result(self, *xs):
+        """The results in the caller's framework, after the call's JitterWarnings (attributed
+        to the caller of the operation, which calls this)."""
+        self.jitter.warn(stacklevel=3)
         if self.namespace is not None and hasattr(self.namespace, "from_dlpack"):
-            return self.namespace.from_dlpack(x)
-        return x
+            xs = tuple(self.namespace.from_dlpack(x) for x in xs)
+        return xs if len(xs) > 1 else xs[0]
 
 
 def _threads(op: str, threads) -> int:
@@ -118,12 +134,17 @@ def _check_d(op: str, p: Gaussian, q: Gaussian):
         raise ValueError(f"[{op}] p and q have D = {p.d} and D = {q.d}; D must match")
 
 
-def kl(p, q, *, threads: int = 0, torch_path: bool | None = None):
+def kl(p, q, *, jitter: float = 0.0, threads: int = 0, torch_path: bool | None = None):
     """Row-wise KL divergence in nats: ``out[i] = KL(p_i || q_i)``, shape ``[max(N_p, N_q)]``.
 
     ``p`` and ``q`` are batches of any family (``DiagGaussian``, ``FullGaussian``,
     ``LowRankGaussian``, or a supported ``torch.distributions`` object); they have equal N, or
     one of them has N = 1 and is paired with every row of the other.
+
+    ``jitter`` (>= 0, default 0): a covariance or precision matrix that is not positive definite
+    is an error; with ``jitter > 0`` it is factored with ``jitter`` added to its diagonal instead
+    (``C + jitter * I``; only such matrices), results and gradients are those of the jittered
+    matrices, and a ``gausskl.JitterWarning`` says how many distributions of each side needed it.
 
     >>> import numpy as np, gausskl as gk
     >>> p = gk.DiagGaussian(np.zeros(2), std=np.ones(2))
@@ -134,29 +155,35 @@ def kl(p, q, *, threads: int = 0, torch_path: bool | None = None):
     op = "kl"
     p, q = _as_gaussian(op, "p", p), _as_gaussian(op, "q", q)
     threads = _threads(op, threads)
-    call = _Call(op, [p, q], torch_path)
+    call = _Call(op, [p, q], torch_path, jitter)
     p, q = call.unify(p), call.unify(q)
     if call.native:
         from gausskl import _torch_path
 
         _check_d(op, p, q)
         _rows(p, q)
-        return _torch_path.rowwise(op, p, q, call.out_dtype)
+        return call.result(_torch_path.rowwise(op, p, q, call.out_dtype, call.jitter))
     out = call.empty((_rows(p, q, check=False),))
 
     def forward():
-        _ext.kl(p._batch(call.kind), q._batch(call.kind), out, threads)
+        call.jitter.library(_ext.kl, p._batch(call.kind), q._batch(call.kind), out, threads)
         return out
 
     if call.grad:
         from gausskl import _autograd
 
-        return _autograd.rowwise(forward, [p, q])
+        return call.result(_autograd.rowwise(forward, [p, q]))
     return call.result(forward())
 
 
-def kl_standard_normal(p, *, threads: int = 0, torch_path: bool | None = None):
+def kl_standard_normal(p, *, jitter: float = 0.0, threads: int = 0,
+                       torch_path: bool | None = None):
     """``out[i] = KL(p_i || N(0, I))`` in nats, shape ``[N]``: the prior term of a VAE loss.
+
+    ``jitter`` (>= 0, default 0): a covariance or precision matrix that is not positive definite
+    is an error; with ``jitter > 0`` it is factored with ``jitter`` added to its diagonal instead
+    (``C + jitter * I``; only such matrices), results and gradients are those of the jittered
+    matrices, and a ``gausskl.JitterWarning`` says how many distributions of each side needed it.
 
     A VAE loss with an encoder giving ``mu, logvar: [B, D]`` (torch; gradients flow)::
 
@@ -166,29 +193,36 @@ def kl_standard_normal(p, *, threads: int = 0, torch_path: bool | None = None):
     op = "kl_standard_normal"
     p = _as_gaussian(op, "p", p)
     threads = _threads(op, threads)
-    call = _Call(op, [p], torch_path)
+    call = _Call(op, [p], torch_path, jitter)
     p = call.unify(p)
     if call.native:
         from gausskl import _torch_path
 
-        return _torch_path.rowwise(op, p, None, call.out_dtype)
+        return call.result(_torch_path.rowwise(op, p, None, call.out_dtype, call.jitter))
     out = call.empty((p.n,))
 
     def forward():
-        _ext.kl_standard_normal(p._batch(call.kind), out, threads)
+        call.jitter.library(_ext.kl_standard_normal, p._batch(call.kind), out, threads)
         return out
 
     if call.grad:
         from gausskl import _autograd
 
-        return _autograd.rowwise(forward, [p])
+        return call.result(_autograd.rowwise(forward, [p]))
     return call.result(forward())
 
 
-def pairwise_kl(p, q=None, *, threads: int = 0, torch_path: bool | None = None):
+def pairwise_kl(p, q=None, *, jitter: float = 0.0, threads: int = 0,
+                torch_path: bool | None = None):
     """All pairs: ``out[i, j] = KL(p_i || q_j)`` in nats, shape ``[N, M]``; without ``q``,
     ``q = p`` and the diagonal is exactly 0. Memory is the ``[N, M]`` result plus O((N + M) D)
     (O(D^2) per distribution for non-diagonal families), never ``[N, M, D]``.
+
+    ``jitter`` (>= 0, default 0): a covariance or precision matrix that is not positive definite
+    is an error; with ``jitter > 0`` it is factored with ``jitter`` added to its diagonal instead
+    (``C + jitter * I``; only such matrices), results and gradients are those of the jittered
+    matrices, and a ``gausskl.JitterWarning`` says how many distributions of each side needed it
+    (``q = p`` counts as p).
 
     The forum's question (``mu, std: [B, H]``, the ``[B, B]`` matrix), as one line::
 
@@ -198,7 +232,7 @@ def pairwise_kl(p, q=None, *, threads: int = 0, torch_path: bool | None = None):
     p = _as_gaussian(op, "p", p)
     q = None if q is None else _as_gaussian(op, "q", q)
     threads = _threads(op, threads)
-    call = _Call(op, [p] if q is None else [p, q], torch_path)
+    call = _Call(op, [p] if q is None else [p, q], torch_path, jitter)
     p, q = call.unify(p), call.unify(q)
     m = p.n if q is None else q.n
     diagonal = p.family == "diag" and (q is None or q.family == "diag")
@@ -209,27 +243,33 @@ def pairwise_kl(p, q=None, *, threads: int = 0, torch_path: bool | None = None):
 
         if q is not None:
             _check_d(op, p, q)
-        return _torch_path.pairwise(op, p, q, call.out_dtype)
+        return call.result(_torch_path.pairwise(op, p, q, call.out_dtype, call.jitter))
     out = call.empty((p.n, m))
 
     def forward():
         qb = None if q is None else q._batch(call.kind)
-        _ext.pairwise_kl(p._batch(call.kind), qb, out, threads)
+        call.jitter.library(_ext.pairwise_kl, p._batch(call.kind), qb, out, threads)
         return out
 
     if call.grad:
         from gausskl import _autograd
 
-        return _autograd.pairwise_diag(forward, p, q)
+        return call.result(_autograd.pairwise_diag(forward, p, q))
     return call.result(forward())
 
 
-def knn_kl(p, q=None, *, k: int, exclude_self: bool = False, threads: int = 0,
-           torch_path: bool | None = None):
+def knn_kl(p, q=None, *, k: int, exclude_self: bool = False, jitter: float = 0.0,
+           threads: int = 0, torch_path: bool | None = None):
     """Nearest neighbours by KL: for each ``p_i``, the ``k`` smallest ``KL(p_i || q_j)``,
     ascending, ties to the lower ``j``. Returns ``(indices, kl)``, each ``[N, k]`` (indices
     int64). Without ``q``, ``q = p``; ``exclude_self=True`` then leaves out ``j == i``. The
     ``[N, M]`` matrix is never kept.
+
+    ``jitter`` (>= 0, default 0): a covariance or precision matrix that is not positive definite
+    is an error; with ``jitter > 0`` it is factored with ``jitter`` added to its diagonal instead
+    (``C + jitter * I``; only such matrices), results and gradients are those of the jittered
+    matrices, and a ``gausskl.JitterWarning`` says how many distributions of each side needed it
+    (``q = p`` counts as p).
 
     Retrieval, "the 10 nearest Gaussians by KL" of each query among a database::
 
@@ -240,7 +280,7 @@ def knn_kl(p, q=None, *, k: int, exclude_self: bool = False, threads: int = 0,
     q = None if q is None else _as_gaussian(op, "q", q)
     threads = _threads(op, threads)
     k = operator.index(k)
-    call = _Call(op, [p] if q is None else [p, q], torch_path)
+    call = _Call(op, [p] if q is None else [p, q], torch_path, jitter)
     p, q = call.unify(p), call.unify(q)
     # Checked before the [N, k] outputs are allocated, with the library's words.
     if q is not None:
@@ -255,12 +295,14 @@ def knn_kl(p, q=None, *, k: int, exclude_self: bool = False, threads: int = 0,
     if call.native:
         from gausskl import _torch_path
 
-        return _torch_path.knn(op, p, q, k, exclude_self, call.out_dtype)
+        return call.result(*_torch_path.knn(op, p, q, k, exclude_self, call.out_dtype,
+                                            call.jitter))
     index_dtype = call.torch.int64 if call.torch is not None else np.int64
     indices = call.empty((p.n, k), dtype=index_dtype)
     values = call.empty((p.n, k))
     qb = None if q is None else q._batch(call.kind)
-    _ext.knn_kl(p._batch(call.kind), qb, k, indices, values, exclude_self, threads)
+    call.jitter.library(_ext.knn_kl, p._batch(call.kind), qb, k, indices, values, exclude_self,
+                        threads)
     if call.grad:
         # Values differentiable through the row-wise KL of the chosen pairs.
         from gausskl import _autograd
@@ -273,4 +315,4 @@ def knn_kl(p, q=None, *, k: int, exclude_self: bool = False, threads: int = 0,
         qq = q_._replace({n: a[cols] for n, a in q_.arrays.items()})
         flat = values.reshape(-1)
         values = _autograd.rowwise(lambda: flat.clone(), [pp, qq]).reshape(p.n, k)
-    return call.result(indices), call.result(values)
+    return call.result(indices, values)

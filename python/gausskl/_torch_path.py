@@ -8,6 +8,8 @@ and for gradients (every function here is differentiable by torch.autograd).
   first; KL does not change). Diagonal pairs: one GEMM with K = 2D. Other pairs: K = D^2 (vec of
   S_i + mu_i mu_i' against vec of P_j). Never an [N, M, D] intermediate.
 * knn: pairwise blocks of rows, each sorted stably (ties to the lower j) and cut to k.
+* Jitter: as in the library, a covariance or precision matrix whose Cholesky fails is factored
+  again with jitter on its diagonal (the others are left alone), and counted.
 
 Arithmetic is in float64 (as in the library), except on MPS, which has no float64: there it is
 float32 after centring.
@@ -19,6 +21,8 @@ import math
 
 import numpy as np
 import torch
+
+from gausskl._jitter import HINT
 
 # Rows of p per pairwise block in knn_kl: the block is [rows, M], kept under this many bytes.
 KNN_BLOCK_BYTES = 64 << 20
@@ -156,12 +160,26 @@ def validate(op: str, side: str, g) -> None:
                      f"{_scalar(dg, bad)} at {_at2(bad)}")
 
 
-def _cholesky(op: str, side: str, g, m: torch.Tensor) -> torch.Tensor:
+def check_jitter(op: str, jitter) -> None:
+    """The library's rule for Options::jitter (src/core/ops.cpp)."""
+    if not (jitter.eps >= 0 and math.isfinite(jitter.eps)):
+        fail(op, f"options.jitter must be finite and >= 0, found {show(np.float64(jitter.eps))}")
+
+
+def _cholesky(op: str, side: str, g, m: torch.Tensor, jitter) -> torch.Tensor:
     L, info = torch.linalg.cholesky_ex(m)
+    failed = info != 0
+    if jitter is not None and jitter.eps > 0 and bool(failed.any()):
+        # All of them factored again, the failed ones with eps on the diagonal: the first
+        # factors are then unused, so no gradient goes through a failed factorization.
+        eye = torch.eye(m.shape[-1], dtype=m.dtype, device=m.device)
+        m = m + (jitter.eps * failed.to(m.dtype))[..., None, None] * eye
+        L, info = torch.linalg.cholesky_ex(m)
+        jitter.add(side, int(failed.sum()))
     bad = _first(info != 0)
     if bad:
         fail(op, f"{side}.scale ({g.param}) is not positive definite at distribution {bad[0]}: "
-                 f"pivot {int(info[tuple(bad)]) - 1} is not positive{PD_HINT}")
+                 f"pivot {int(info[tuple(bad)]) - 1} is not positive{PD_HINT}{HINT}")
     return L
 
 
@@ -171,9 +189,10 @@ def _symmetric_from_lower(m: torch.Tensor) -> torch.Tensor:
 
 
 class Side:
-    """One batch in the forms the formulas need, in the compute dtype, differentiable."""
+    """One batch in the forms the formulas need, in the compute dtype, differentiable. jitter:
+    the call's gausskl._jitter.Jitter (None: no jitter)."""
 
-    def __init__(self, op: str, side: str, g, dtype: torch.dtype):
+    def __init__(self, op: str, side: str, g, dtype: torch.dtype, jitter=None):
         a = {k: v.to(dtype) for k, v in g.arrays.items()}
         self.family = g.family
         self.mean = a["mean"]
@@ -199,7 +218,7 @@ class Side:
             s = a["scale"]
             eye = torch.eye(self.d, dtype=dtype, device=s.device)
             if g.param == "precision_matrix":
-                self.LP = _cholesky(op, side, g, _symmetric_from_lower(s))
+                self.LP = _cholesky(op, side, g, _symmetric_from_lower(s), jitter)
                 self.logdet = -2.0 * torch.log(torch.diagonal(self.LP, dim1=-2, dim2=-1)).sum(-1)
                 self.F = torch.linalg.solve_triangular(
                     self.LP.transpose(-1, -2), eye.expand_as(self.LP), upper=True)
@@ -208,7 +227,7 @@ class Side:
                 if g.param == "scale_tril":
                     self.L = torch.tril(s)
                 else:
-                    self.L = _cholesky(op, side, g, _symmetric_from_lower(s))
+                    self.L = _cholesky(op, side, g, _symmetric_from_lower(s), jitter)
                 self.logdet = 2.0 * torch.log(torch.diagonal(self.L, dim1=-2, dim2=-1)).sum(-1)
                 self.F = self.L
                 self.kind = "tril"
@@ -289,19 +308,21 @@ def _pair_rowwise(P: Side, Q: Side | None) -> torch.Tensor:
     return 0.5 * (tr + maha - P.d + Q.logdet - P.logdet)
 
 
-def _sides(op: str, p, q):
-    """Validates p and q (q may be None) and views them in the compute dtype of p's device;
-    the q side is None when q is."""
+def _sides(op: str, p, q, jitter):
+    """Validates the jitter, p and q (q may be None) and views them in the compute dtype of p's
+    device; the q side is None when q is."""
+    check_jitter(op, jitter)
     validate(op, "p", p)
     if q is not None:
         validate(op, "q", q)
     dtype = compute_dtype(p.arrays["mean"].device)
-    return Side(op, "p", p, dtype), (Side(op, "q", q, dtype) if q is not None else None)
+    return (Side(op, "p", p, dtype, jitter),
+            Side(op, "q", q, dtype, jitter) if q is not None else None)
 
 
-def rowwise(op: str, p, q, out_dtype: torch.dtype) -> torch.Tensor:
+def rowwise(op: str, p, q, out_dtype: torch.dtype, jitter) -> torch.Tensor:
     """out[i] = KL(p_i || q_i); q None means N(0, I). Validated here."""
-    P, Q = _sides(op, p, q)
+    P, Q = _sides(op, p, q, jitter)
     return _pair_rowwise(P, Q).to(out_dtype)
 
 
@@ -334,8 +355,8 @@ class _PairwiseForm:
         return torch.clamp_min(0.5 * two, 0.0)
 
 
-def pairwise(op: str, p, q, out_dtype: torch.dtype) -> torch.Tensor:
-    P, Q = _sides(op, p, q)
+def pairwise(op: str, p, q, out_dtype: torch.dtype, jitter) -> torch.Tensor:
+    P, Q = _sides(op, p, q, jitter)
     Q = P if Q is None else Q
     out = _PairwiseForm(P, Q).block(0, p.n)
     if q is None:
@@ -344,8 +365,8 @@ def pairwise(op: str, p, q, out_dtype: torch.dtype) -> torch.Tensor:
     return out.to(out_dtype)
 
 
-def knn(op: str, p, q, k: int, exclude_self: bool, out_dtype: torch.dtype):
-    P, Q = _sides(op, p, q)
+def knn(op: str, p, q, k: int, exclude_self: bool, out_dtype: torch.dtype, jitter):
+    P, Q = _sides(op, p, q, jitter)
     Q = P if Q is None else Q
     form = _PairwiseForm(P, Q)
     m = Q.mean.shape[0]
