@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/block_buffer.hpp"
 #include "core/error.hpp"
 #include "core/names.hpp"
 #include "core/validate.hpp"
@@ -181,11 +182,11 @@ void stream_pairwise(const char* op, const Gaussians<T>& p, const Gaussians<T>* 
   const std::int64_t rows = rows_per_block(op, p, q, options, threads, row_bytes, false);
   const cpu::AllPairs plan = plan_all_pairs(op, p, q, threads, options);
   // Not value-initialized: every entry of a block is written before it is read.
-  std::unique_ptr<double[]> block;
-  std::unique_ptr<U[]> converted;
+  detail::BlockBuffer<double> block;
+  detail::BlockBuffer<U> converted;
   try {
-    if (!(in_place && to_out)) block = std::make_unique_for_overwrite<double[]>(rows * m);
-    if (!in_place && !to_out) converted = std::make_unique_for_overwrite<U[]>(rows * m);
+    if (!(in_place && to_out)) block = detail::BlockBuffer<double>(rows * m);
+    if (!in_place && !to_out) converted = detail::BlockBuffer<U>(rows * m);
   } catch (const std::bad_alloc&) {
     detail::fail_resource(op, "out of memory for a block of " + show(rows) + " x " + show(m) +
                                   " results; lower options.memory_budget");
@@ -252,10 +253,10 @@ void knn_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t k,
   const std::int64_t row_bytes = detail::checked_mul(op, m + k, 8, "(M + k) * 8");
   const std::int64_t rows = rows_per_block(op, p, q, options, threads, row_bytes, true);
   const cpu::AllPairs plan = plan_all_pairs(op, p, q, threads, options);
-  std::vector<double> block, best;
+  detail::BlockBuffer<double> block, best;
   try {
-    block.resize(static_cast<std::size_t>(rows * m));
-    best.resize(static_cast<std::size_t>(rows * k));
+    block = detail::BlockBuffer<double>(rows * m);
+    best = detail::BlockBuffer<double>(rows * k);
   } catch (const std::bad_alloc&) {
     detail::fail_resource(op, "out of memory for a block of " + show(rows) + " x " + show(m) +
                                   " results; lower options.memory_budget");
@@ -263,12 +264,12 @@ void knn_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t k,
   for (std::int64_t lo = 0; lo < n; lo += rows) {
     const std::int64_t hi = std::min(n, lo + rows);
     run(op, p, q, [&] {
-      plan.block(lo, hi, block.data(), threads);
-      cpu::knn_block(plan, lo, hi, block.data(), plan.tolerance(), k, options.exclude_self,
-                     indices.data() + lo * k, best.data(), threads);
+      plan.block(lo, hi, block.get(), threads);
+      cpu::knn_block(plan, lo, hi, block.get(), plan.tolerance(), k, options.exclude_self,
+                     indices.data() + lo * k, best.get(), threads);
       return cpu::Failure{};
     });
-    std::transform(best.begin(), best.begin() + (hi - lo) * k, values.begin() + lo * k,
+    std::transform(best.get(), best.get() + (hi - lo) * k, values.begin() + lo * k,
                    [](double x) { return static_cast<U>(x); });
     if (options.progress) options.progress(hi, n);
   }

@@ -66,3 +66,25 @@ void operator delete(void* p) noexcept {
 void operator delete(void* p, std::size_t) noexcept {
   operator delete(p);
 }
+
+// Aligned forms: the header takes a whole alignment unit, so the block stays aligned.
+void* operator new(std::size_t size, std::align_val_t align) {
+  const std::size_t a = std::max(static_cast<std::size_t>(align), gausskl::test::kHeader);
+  void* p = nullptr;
+  if (posix_memalign(&p, a, size + a) != 0) throw std::bad_alloc();
+  char* user = static_cast<char*>(p) + a;
+  reinterpret_cast<std::size_t*>(user)[-1] = size;
+  gausskl::test::note_new(size);
+  return user;
+}
+
+void operator delete(void* p, std::align_val_t align) noexcept {
+  if (!p) return;
+  const std::size_t a = std::max(static_cast<std::size_t>(align), gausskl::test::kHeader);
+  gausskl::test::live -= static_cast<std::size_t*>(p)[-1];
+  std::free(static_cast<char*>(p) - a);
+}
+
+void operator delete(void* p, std::size_t, std::align_val_t align) noexcept {
+  operator delete(p, align);
+}

@@ -1,6 +1,6 @@
 // Counts the bytes requested from operator new while an instance is alive (all threads), and the
 // peak of the bytes live at once. Linking this file replaces the global operator new and delete
-// of the test program (aligned new, used only for the kernels' packing buffers, is not counted).
+// (plain and aligned) of the test program.
 #pragma once
 
 #include <cstddef>
