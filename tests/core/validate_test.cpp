@@ -143,6 +143,34 @@ TEST(Validate, ScaleTril) {
                  {"q.scale (scale_tril)", "finite", "nan", "distribution 3, row 2, column 0"});
 }
 
+// The same checks through a strided view (the fast pass has a separate loop for it): every
+// matrix stored transposed, read with strides {9, 1, 3}.
+TEST(Validate, ScaleTrilStrided) {
+  const auto p = diag(4, 3);
+  auto q = full(4, 3, FullParam::scale_tril);
+  std::vector<double> transposed(q.scale.size());
+  for (int i = 0; i < 4; ++i)
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 3; ++c)
+        transposed[(i * 3 + c) * 3 + r] = q.scale[(i * 3 + r) * 3 + c];
+  auto view_of = [&](const std::vector<double>& t) {
+    return FullGaussians<double>{contiguous<double, 2>(q.mean.data(), {4, 3}),
+                                 View<double, 3>{t.data(), {4, 3, 3}, {9, 1, 3}},
+                                 FullParam::scale_tril};
+  };
+  std::vector<double> out(4);
+  kl(p.view(), Gaussians<double>(view_of(transposed)), std::span<double>(out));  // valid
+  std::vector<double> bad = transposed;
+  bad[(1 * 3 + 2) * 3 + 0] = 0.5;  // stored (1, 2, 0): element (1, 0, 2), above the diagonal
+  expect_invalid([&] { kl(p.view(), Gaussians<double>(view_of(bad)), std::span<double>(out)); },
+                 {"[kl] ", "q.scale (scale_tril)", "lower triangular", "0.5",
+                  "distribution 1, row 0, column 2"});
+  bad = transposed;
+  bad[(3 * 3 + 0) * 3 + 2] = kInf;  // element (3, 2, 0)
+  expect_invalid([&] { kl(p.view(), Gaussians<double>(view_of(bad)), std::span<double>(out)); },
+                 {"q.scale (scale_tril)", "finite", "inf", "distribution 3, row 2, column 0"});
+}
+
 TEST(Validate, SymmetricMatrices) {
   const auto q = diag(1, 3);
   auto p = full(1, 3, FullParam::covariance);
