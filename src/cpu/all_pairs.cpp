@@ -1,6 +1,7 @@
 #include "cpu/all_pairs.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <type_traits>
 #include <vector>
 
@@ -8,25 +9,33 @@
 #include "cpu/parallel.hpp"
 #include "cpu/prepare.hpp"
 #include "cpu/saturating.hpp"
+#include "cpu/tunables.hpp"
 
 namespace gausskl::cpu {
 
-// Entries of the diagonal path left un-recomputed are within this of the exact value, relative
-// to |KL| + 1: ten times below the accuracy promised for float32 and float64 inputs (1e-6 and
-// 1e-12), so the path never costs a digit of that promise.
+// Entries of the diagonal and full-covariance paths left un-recomputed are within this of the
+// exact value, relative to |KL| + 1: ten times below the accuracy promised for float32 and
+// float64 inputs (1e-6 and 1e-12), so the paths never cost a digit of that promise.
 template <class T>
 constexpr double kDiagTolerance = std::is_same_v<T, float> ? 1e-7 : 1e-13;
 
 AllPairs::AllPairs(std::optional<PreparedBatch> q, std::optional<PreparedBatch> p,
-                   std::optional<DiagPairs> diag, std::int64_t n, std::int64_t m,
-                   double diag_tolerance)
+                   std::optional<DiagPairs> diag, std::optional<FullPairs> full, std::int64_t n,
+                   std::int64_t m, double tolerance)
     : q_(std::move(q)),
       p_(std::move(p)),
       diag_(std::move(diag)),
+      full_(std::move(full)),
       n_(n),
       m_(m),
       scratch_size_(q_ ? pair_scratch_size(q_->layout()) : 0),
-      diag_tolerance_(diag_tolerance) {}
+      tolerance_(tolerance) {}
+
+template <class T>
+bool AllPairs::uses_full_pairs(const Gaussians<T>& p, const Gaussians<T>& q) {
+  return std::holds_alternative<FullGaussians<T>>(q.variant()) &&
+         !std::holds_alternative<LowRankGaussians<T>>(p.variant()) && q.d() >= kFullPairsMinD;
+}
 
 template <class T>
 Failure AllPairs::prepare(const Gaussians<T>& p, const Gaussians<T>* q, int threads, Jitter& jitter,
@@ -37,7 +46,7 @@ Failure AllPairs::prepare(const Gaussians<T>& p, const Gaussians<T>* q, int thre
   if (p_diag && q_diag) {
     out.emplace(AllPairs(std::nullopt, std::nullopt,
                          DiagPairs(*p_diag, q ? q_diag : nullptr, kDiagTolerance<T>, threads),
-                         p.n(), qq.n(), kDiagTolerance<T>));
+                         std::nullopt, p.n(), qq.n(), kDiagTolerance<T>));
     return {};
   }
   const bool p_tri = std::holds_alternative<FullGaussians<T>>(p.variant());
@@ -52,7 +61,13 @@ Failure AllPairs::prepare(const Gaussians<T>& p, const Gaussians<T>* q, int thre
     if (auto f = prepare_range(p, 0, p.n(), *p_batch, threads, jitter.of_p()); f.index >= 0)
       return {"p", f};
   }
-  out.emplace(AllPairs(std::move(q_batch), std::move(p_batch), std::nullopt, p.n(), qq.n(), 0));
+  std::optional<FullPairs> full;
+  if (uses_full_pairs(p, qq)) {
+    full.emplace(q_batch, qq.n(), p_batch ? &*p_batch : nullptr, p.n(), kDiagTolerance<T>, threads);
+  }
+  const double tolerance = full ? kDiagTolerance<T> : 0.0;
+  out.emplace(AllPairs(std::move(q_batch), std::move(p_batch), std::nullopt, std::move(full), p.n(),
+                       qq.n(), tolerance));
   return {};
 }
 
@@ -73,6 +88,12 @@ std::int64_t AllPairs::footprint(const Gaussians<T>& p, const Gaussians<T>* q, i
     scratch = pair_scratch_size(q_layout);
     work = sat_mul(sat_mul(8, threads), std::max({prepare_scratch_size(q_layout),
                                                   prepare_scratch_size(p_layout), scratch}));
+    if (uses_full_pairs(p, qq)) {
+      // The GEMM operands are kept; building them needs a centre and long-double scratch
+      // after preparing's scratch is freed.
+      kept = sat_add(kept, FullPairs::footprint(n, q ? m : n, p.d()));
+      work = std::max(work, FullPairs::build_scratch(p.d(), threads));
+    }
   }
   // knn_block: per thread an index order [M] (int64) and exact values [M] plus pair scratch.
   if (knn) work = sat_add(work, sat_mul(sat_mul(8, threads), sat_add(2 * m, scratch)));
@@ -99,14 +120,21 @@ void AllPairs::block(std::int64_t lo, std::int64_t hi, double* out, int threads)
   const std::int64_t units = by_rows ? rows : m;
   parallel_for(units, threads, [&](int w, std::int64_t a, std::int64_t b) {
     double* s = scratch.data() + w * scratch_size_;
-    for (std::int64_t i = by_rows ? lo + a : lo; i < (by_rows ? lo + b : hi); ++i) {
+    const std::int64_t i0 = by_rows ? lo + a : lo, i1 = by_rows ? lo + b : hi;
+    const std::int64_t j0 = by_rows ? 0 : a, j1 = by_rows ? m : b;
+    // The GEMM path leaves NaN where an entry must be re-scored exactly.
+    if (full_) full_->rows(i0, i1, j0, j1, out + (i0 - lo) * m + j0, m);
+    for (std::int64_t i = i0; i < i1; ++i) {
       double* row = out + (i - lo) * m;
-      for (std::int64_t j = by_rows ? 0 : a; j < (by_rows ? m : b); ++j)
-        row[j] = exact(i, j, s);
+      for (std::int64_t j = j0; j < j1; ++j) {
+        if (!full_ || std::isnan(row[j])) row[j] = exact(i, j, s);
+      }
     }
   });
 }
 
+template bool AllPairs::uses_full_pairs<float>(const Gaussians<float>&, const Gaussians<float>&);
+template bool AllPairs::uses_full_pairs<double>(const Gaussians<double>&, const Gaussians<double>&);
 template std::int64_t AllPairs::footprint<float>(const Gaussians<float>&, const Gaussians<float>*,
                                                  int, bool);
 template std::int64_t AllPairs::footprint<double>(const Gaussians<double>&,

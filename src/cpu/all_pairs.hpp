@@ -1,6 +1,8 @@
 // The plan of an all-pairs operation (pairwise, knn): every q prepared once, every p prepared
 // once, then any block of rows of KL(p_i || q_j) computed on demand. Two diagonal sides take the
-// SIMD path (diag_pairs.hpp); every other pair of families the exact pair formula.
+// SIMD path (diag_pairs.hpp); a full-covariance q with a full or diagonal p the GEMM path
+// (full_pairs.hpp), whose flagged entries are re-scored by the exact pair formula; every other
+// pair of families the exact pair formula.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +10,7 @@
 
 #include "cpu/backend.hpp"
 #include "cpu/diag_pairs.hpp"
+#include "cpu/full_pairs.hpp"
 #include "cpu/prepared.hpp"
 
 namespace gausskl::cpu {
@@ -37,17 +40,23 @@ class AllPairs {
   std::int64_t scratch_size() const { return scratch_size_; }
 
   // block() is within tolerance() * (|KL| + 1) of exact() on every entry (0: it is exact()).
-  double tolerance() const { return diag_ ? diag_tolerance_ : 0.0; }
+  double tolerance() const { return diag_ || full_ ? tolerance_ : 0.0; }
+
+  // Whether the full-covariance GEMM path (full_pairs.hpp) serves these inputs.
+  template <class T>
+  static bool uses_full_pairs(const Gaussians<T>& p, const Gaussians<T>& q);
 
  private:
   AllPairs(std::optional<PreparedBatch> q, std::optional<PreparedBatch> p,
-           std::optional<DiagPairs> diag, std::int64_t n, std::int64_t m, double diag_tolerance);
+           std::optional<DiagPairs> diag, std::optional<FullPairs> full, std::int64_t n,
+           std::int64_t m, double tolerance);
 
   std::optional<PreparedBatch> q_;  // empty on the diagonal path
   std::optional<PreparedBatch> p_;  // empty when q = p or on the diagonal path
   std::optional<DiagPairs> diag_;
+  std::optional<FullPairs> full_;
   std::int64_t n_, m_, scratch_size_;
-  double diag_tolerance_;
+  double tolerance_;
 };
 
 }  // namespace gausskl::cpu

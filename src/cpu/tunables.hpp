@@ -62,4 +62,26 @@ inline constexpr std::int64_t kDiagMC = 64;
 // 256 KiB 659 ms, 1 MiB 426 ms, 4 MiB 396 ms, 64 MiB (one pass per worker) 334 ms.
 inline constexpr std::int64_t kDiagPassBytes = std::int64_t{1} << 26;
 
+// ---- full_gemm (full_gemm.hpp): the GEMM of full-covariance all-pairs KL ----
+
+// Depth of a block of k summed in the 8 lanes before its sum is added to the entry: the error
+// bound grows with kFullKB / 8 + the number of blocks (full_gemm_error_bound), the cost of the
+// lane reductions shrinks with it. 256: D = 16 (K = 152) is one block of 19 products per lane,
+// D = 64 (K = 2144) nine blocks of 32.
+inline constexpr std::int64_t kFullKB = 256;
+// Register tile: kFullMr rows x kFullNr columns of 8-lane accumulators (16 AVX-512 vectors).
+inline constexpr std::int64_t kFullMr = 4;
+inline constexpr std::int64_t kFullNr = 4;
+// Columns of B per panel: 256 columns x K = 152 doubles take 311 KiB, in L2.
+inline constexpr std::int64_t kFullNc = 256;
+
+// ---- full_pairs (full_pairs.hpp): the full-covariance all-pairs path ----
+
+// The GEMM path serves a full-covariance q (with a full or diagonal p) from this dimension up;
+// below it, the per-pair triangular solves. gausskl_bench_full_pairs (bench/bench_full_pairs.cpp,
+// N = M, float64 scale_tril, 2 threads), GEMM path vs this threshold set to 2^30 (per pair):
+// N = 512: D = 16 7.2 vs 312 ms, D = 32 32 vs 759 ms, D = 64 172 vs 3491 ms; N = 2048, D = 16:
+// 73 vs 5115 ms. Dimensions below 16 were not measured: 1 keeps every full q on one path.
+inline constexpr std::int64_t kFullPairsMinD = 1;
+
 }  // namespace gausskl::cpu

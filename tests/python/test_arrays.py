@@ -157,8 +157,9 @@ def test_threads_at_once_give_correct_results(rng):
 
 
 def test_gil_is_released_during_compute(rng):
-    # A second Python thread makes progress while a long pairwise call runs.
-    a = make_arrays(rng, "full", "covariance", 300, 16)
+    # A second Python thread makes progress while a long pairwise call runs. Low rank: it keeps
+    # the per-pair path (about 0.1 s here); full covariance now takes the GEMM path (a few ms).
+    a = make_arrays(rng, "low_rank", "cov_factor", 300, 16)
     p = gaussian(a)
     ticks = []
     done = threading.Event()
