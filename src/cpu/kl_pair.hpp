@@ -22,9 +22,10 @@
 
 namespace gausskl::cpu {
 
-// Doubles of scratch two_kl needs for a pair with these layouts.
+// Doubles of scratch two_kl needs for a pair with these layouts: with a triangular q, room for
+// M = Lq^{-1} Lp (d x d).
 inline std::int64_t pair_scratch_size(const Layout& q) {
-  return 2 * q.d + 2 * q.r;
+  return 2 * q.d + 2 * q.r + (q.tri ? q.d * q.d : 0);
 }
 
 // 2 KL(p || q) >= 0. q must have been prepared with_inverse if q.tri and !p.tri.
