@@ -93,8 +93,8 @@ void kl_impl(const Gaussians<T>& p, const Gaussians<T>& q, std::span<U> out,
              const Options& options) {
   const char* op = "kl";
   check_options(op, options);
-  detail::validate(op, "p", p);
-  detail::validate(op, "q", q);
+  detail::validate(op, "p", p, options.threads);
+  detail::validate(op, "q", q, options.threads);
   detail::validate_same_d(op, p, q);
   const std::int64_t n = detail::broadcast_rows(op, p, q);
   check_size(op, "out", out.size(), n);
@@ -108,7 +108,7 @@ template <class T, class U>
 void kl_standard_normal_impl(const Gaussians<T>& p, std::span<U> out, const Options& options) {
   const char* op = "kl_standard_normal";
   check_options(op, options);
-  detail::validate(op, "p", p);
+  detail::validate(op, "p", p, options.threads);
   check_size(op, "out", out.size(), p.n());
   check_rowwise_budget(op, p, static_cast<const Gaussians<T>*>(nullptr), p.n(), options);
   cpu::Jitter jitter{options.jitter};
@@ -148,9 +148,9 @@ template <class T>
 std::int64_t validate_all_pairs(const char* op, const Gaussians<T>& p, const Gaussians<T>* q,
                                 const Options& options) {
   check_options(op, options);
-  detail::validate(op, "p", p);
+  detail::validate(op, "p", p, options.threads);
   if (q) {
-    detail::validate(op, "q", *q);
+    detail::validate(op, "q", *q, options.threads);
     detail::validate_same_d(op, p, *q);
   }
   return q ? q->n() : p.n();

@@ -7,9 +7,11 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "core/error.hpp"
 #include "core/names.hpp"
+#include "cpu/parallel.hpp"
 
 namespace gausskl::detail {
 namespace {
@@ -124,30 +126,25 @@ void validate_diag(const char* op, const std::string& side, const DiagGaussians<
 // means the matrix is not what the parameterization says, and using one triangle would
 // silently give a wrong number.
 template <class T>
-void check_symmetric(const char* op, const std::string& name, const View<T, 3>& s, std::int64_t n) {
-  const double tol = std::sqrt(static_cast<double>(std::numeric_limits<T>::epsilon()));
-  const std::int64_t d = s.shape[1];
-  for (std::int64_t r = 0; r < d; ++r) {
-    for (std::int64_t c = 0; c < r; ++c) {
-      const double a = s(n, r, c), b = s(n, c, r);
-      const double scale = std::max(
-          {std::abs(a), std::abs(b), std::sqrt(std::abs(double(s(n, r, r)) * s(n, c, c)))});
-      if (std::abs(a - b) > tol * scale) {
-        fail(op, name + " must be symmetric, found " + show(s(n, r, c)) + " and " +
-                     show(s(n, c, r)) + " at " + at3(n, r, c) + " and its transpose");
-      }
-    }
-  }
+bool symmetric_at(const View<T, 3>& s, std::int64_t n, std::int64_t r, std::int64_t c) {
+  static const double tol = std::sqrt(static_cast<double>(std::numeric_limits<T>::epsilon()));
+  const double a = s(n, r, c), b = s(n, c, r);
+  const double scale =
+      std::max({std::abs(a), std::abs(b), std::sqrt(std::abs(double(s(n, r, r)) * s(n, c, c)))});
+  return std::abs(a - b) <= tol * scale;
+}
+
+// A diagonal entry of a scale_tril: positive, with a square in the variance range.
+template <class T>
+bool tril_diagonal_ok(T diag) {
+  const double v = double(diag) * double(diag);
+  return diag > 0 && v >= kMinVariance && v <= kMaxVariance;
 }
 
 // True if every value of distribution i is finite and, for scale_tril, the part above the
-// diagonal is 0: a branch-free pass the compiler vectorizes (checking the exponent bits, as
-// isfinite does), about 5x faster than the element-wise checks below, which then only run to
-// name the first bad value.
-// True if every value of distribution i is finite and, for scale_tril, the part above the
 // diagonal is 0: branch-free integer reductions over the bits (an exponent of all ones is inf or
 // NaN, as isfinite says; a value is 0 when its bits but the sign are) that the compiler
-// vectorizes. The element-wise checks below then only run to name the first bad value.
+// vectorizes, about 5x faster than the element-wise checks.
 template <class T>
 bool full_looks_valid(const View<T, 3>& s, std::int64_t i, bool lower) {
   using Bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
@@ -176,41 +173,83 @@ bool full_looks_valid(const View<T, 3>& s, std::int64_t i, bool lower) {
   return nonfinite == 0 && above == 0;
 }
 
+// Whether distribution i passes every rule of check_full, without saying which one fails.
 template <class T>
-void validate_full(const char* op, const std::string& side, const FullGaussians<T>& g) {
+bool full_valid(const View<T, 3>& s, std::int64_t i, bool lower) {
+  if (!full_looks_valid(s, i, lower)) return false;
+  const std::int64_t d = s.shape[1];
+  for (std::int64_t r = 0; r < d; ++r) {
+    if (lower && !tril_diagonal_ok(s(i, r, r))) return false;
+    for (std::int64_t c = 0; !lower && c < r; ++c) {
+      if (!symmetric_at(s, i, r, c)) return false;
+    }
+  }
+  return true;
+}
+
+// The rules for distribution i, element by element: throws naming the first bad value.
+template <class T>
+void check_full(const char* op, const std::string& name, const View<T, 3>& s, std::int64_t i,
+                bool lower) {
+  const std::int64_t d = s.shape[1];
+  for (std::int64_t r = 0; r < d; ++r) {
+    for (std::int64_t c = 0; c < d; ++c) {
+      const T x = s(i, r, c);
+      if (!std::isfinite(x)) {
+        fail(op, name + " must be finite, found " + show(x) + " at " + at3(i, r, c));
+      }
+      if (lower && c > r && x != 0) {
+        fail(op, name + " must be lower triangular, found " + show(x) + " above the diagonal at " +
+                     at3(i, r, c));
+      }
+    }
+  }
+  for (std::int64_t r = 0; r < d; ++r) {
+    if (lower && !tril_diagonal_ok(s(i, r, r))) {
+      fail(op, name + " must have a positive diagonal with squares in [1e-300, 1e300], found " +
+                   show(s(i, r, r)) + " at " + at3(i, r, r));
+    }
+    for (std::int64_t c = 0; !lower && c < r; ++c) {
+      if (!symmetric_at(s, i, r, c)) {
+        fail(op, name + " must be symmetric, found " + show(s(i, r, c)) + " and " +
+                     show(s(i, c, r)) + " at " + at3(i, r, c) + " and its transpose");
+      }
+    }
+  }
+}
+
+// The lowest i < n with !valid(i), or n: checked on `threads` threads, each over an increasing
+// range of i and stopping at its first failure, so the lowest of their first failures is it.
+template <class Valid>
+std::int64_t first_invalid(std::int64_t n, int threads, const Valid& valid) {
+  const int workers = static_cast<int>(
+      std::clamp<std::int64_t>(cpu::resolve_threads(threads), 1, std::max<std::int64_t>(n, 1)));
+  std::vector<std::int64_t> first(static_cast<std::size_t>(workers), n);
+  cpu::parallel_for(n, workers, [&](int w, std::int64_t lo, std::int64_t hi) {
+    for (std::int64_t i = lo; i < hi; ++i) {
+      if (!valid(i)) {
+        first[static_cast<std::size_t>(w)] = i;
+        return;
+      }
+    }
+  });
+  return *std::min_element(first.begin(), first.end());
+}
+
+// Every distribution is checked without messages, on `threads` threads; the element-wise checks
+// then run on the first that fails and name its first bad value.
+template <class T>
+void validate_full(const char* op, const std::string& side, const FullGaussians<T>& g,
+                   int threads) {
   const std::string name = side + ".scale (" + param_name(g.param) + ")";
   const std::int64_t n = g.mean.shape[0], d = g.mean.shape[1];
   check_shape(op, side + ".scale", g.scale, {n, d, d});
   checked_mul(op, checked_mul(op, n, d, "N * D * D"), d, "N * D * D");
   const bool lower = g.param == FullParam::scale_tril;
-  for (std::int64_t i = 0; i < n; ++i) {
-    if (!full_looks_valid(g.scale, i, lower)) {
-      for (std::int64_t r = 0; r < d; ++r) {
-        for (std::int64_t c = 0; c < d; ++c) {
-          const T x = g.scale(i, r, c);
-          if (!std::isfinite(x)) {
-            fail(op, name + " must be finite, found " + show(x) + " at " + at3(i, r, c));
-          }
-          if (lower && c > r && x != 0) {
-            fail(op, name + " must be lower triangular, found " + show(x) +
-                         " above the diagonal at " + at3(i, r, c));
-          }
-        }
-      }
-    }
-    if (lower) {
-      for (std::int64_t r = 0; r < d; ++r) {
-        const T diag = g.scale(i, r, r);
-        const double v = double(diag) * double(diag);
-        if (!(diag > 0 && v >= kMinVariance && v <= kMaxVariance)) {
-          fail(op, name + " must have a positive diagonal with squares in [1e-300, 1e300], found " +
-                       show(diag) + " at " + at3(i, r, r));
-        }
-      }
-    } else {
-      check_symmetric(op, name, g.scale, i);
-    }
-  }
+  const std::int64_t first =
+      first_invalid(n, threads, [&](std::int64_t i) { return full_valid(g.scale, i, lower); });
+  for (std::int64_t i = first; i < n; ++i)
+    check_full(op, name, g.scale, i, lower);
 }
 
 template <class T>
@@ -239,7 +278,7 @@ void validate_low_rank(const char* op, const std::string& side, const LowRankGau
 }  // namespace
 
 template <class T>
-void validate(const char* op, const char* side_c, const Gaussians<T>& g) {
+void validate(const char* op, const char* side_c, const Gaussians<T>& g, int threads) {
   const std::string side = side_c;
   const View<T, 2>& mean = g.mean();
   check_view(op, side + ".mean", mean);
@@ -249,7 +288,7 @@ void validate(const char* op, const char* side_c, const Gaussians<T>& g) {
       [&](const auto& family) {
         using F = std::decay_t<decltype(family)>;
         if constexpr (std::is_same_v<F, DiagGaussians<T>>) validate_diag(op, side, family);
-        if constexpr (std::is_same_v<F, FullGaussians<T>>) validate_full(op, side, family);
+        if constexpr (std::is_same_v<F, FullGaussians<T>>) validate_full(op, side, family, threads);
         if constexpr (std::is_same_v<F, LowRankGaussians<T>>) validate_low_rank(op, side, family);
       },
       g.variant());
@@ -272,7 +311,7 @@ std::int64_t broadcast_rows(const char* op, const Gaussians<T>& p, const Gaussia
 }
 
 #define GAUSSKL_INSTANTIATE(T)                                                             \
-  template void validate<T>(const char*, const char*, const Gaussians<T>&);                \
+  template void validate<T>(const char*, const char*, const Gaussians<T>&, int);           \
   template void validate_same_d<T>(const char*, const Gaussians<T>&, const Gaussians<T>&); \
   template std::int64_t broadcast_rows<T>(const char*, const Gaussians<T>&, const Gaussians<T>&);
 GAUSSKL_INSTANTIATE(float)

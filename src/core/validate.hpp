@@ -15,9 +15,10 @@ inline constexpr double kMaxVariance = 1e300;
 
 // Shapes, strides, finiteness, positivity, triangularity and symmetry of one batch.
 // `side` names it in messages ("p" or "q"). Positive definiteness is checked where the
-// matrices are factored (see src/cpu/prepare.hpp) and reported by the core.
+// matrices are factored (see src/cpu/prepare.hpp) and reported by the core. Full matrices are
+// checked on `threads` threads (0 = all cores).
 template <class T>
-void validate(const char* op, const char* side, const Gaussians<T>& g);
+void validate(const char* op, const char* side, const Gaussians<T>& g, int threads = 1);
 
 // p and q must have the same D.
 template <class T>

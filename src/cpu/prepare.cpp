@@ -139,9 +139,13 @@ void prepare_family(const FullGaussians<T>& g, std::int64_t n, const Layout& lay
   copy_mean(g.mean, n, slot + lay.mean);
   double* base = slot + lay.base;
   if (g.param == FullParam::scale_tril) {
+    const std::int64_t stride = g.scale.strides[2];
     for (std::int64_t i = 0; i < d; ++i) {
-      for (std::int64_t j = 0; j < d; ++j)
-        base[i * d + j] = j <= i ? g.scale(n, i, j) : 0.0;
+      const T* row = &g.scale(n, i, 0);
+      double* out = base + i * d;
+      for (std::int64_t j = 0; j <= i; ++j)
+        out[j] = row[j * stride];
+      std::fill(out + i + 1, out + d, 0.0);
     }
   } else {
     auto factor = [&](double add) {
