@@ -4,6 +4,7 @@
 
 #include "cpu/linalg.hpp"
 #include "cpu/stable.hpp"
+#include "cpu/tri_squares.hpp"
 
 namespace gausskl::cpu {
 namespace {
@@ -69,36 +70,6 @@ bool identical_low_rank(const Prepared& p, const Prepared& q) {
          std::equal(p.factor, p.factor + d * p.r, q.factor);
 }
 
-// The sum of squares of the entries below the diagonal of M = Lq^{-1} Lp (lower triangular;
-// its diagonal is exp of the log-diagonal differences, counted apart in the stable form). Solved
-// row by row: row i of M is (row i of Lp - sum_{j<i} Lq_ij * row j of M) / Lq_ii, whose inner
-// loop is an axpy over a row, which vectorizes; the column-by-column solve's inner loop is a dot
-// product, a serial chain of additions. m: [d * d] scratch, rows of M.
-double off_diagonal_squares(const double* lq, const double* lp, std::int64_t d, double* m) {
-  double sum = 0;
-  for (std::int64_t i = 0; i < d; ++i) {
-    double* mi = m + i * d;
-    const double* lq_i = lq + i * d;
-    std::copy(lp + i * d, lp + i * d + i + 1, mi);
-    for (std::int64_t j = 0; j < i; ++j) {
-      const double c = lq_i[j];
-      const double* mj = m + j * d;
-      for (std::int64_t k = 0; k <= j; ++k)
-        mi[k] -= c * mj[k];
-    }
-    // Divided, not multiplied by 1 / Lq_ii: with Lq = Lp that keeps M = I exactly (x / x = 1,
-    // x * (1 / x) need not be), so KL(p || p) stays 0.
-    const double pivot = lq_i[i];
-    for (std::int64_t k = 0; k < i; ++k) {
-      const double x = mi[k] / pivot;
-      mi[k] = x;
-      sum += x * x;
-    }
-    mi[i] /= pivot;  // the diagonal: needed by the rows below, not summed
-  }
-  return sum;
-}
-
 }  // namespace
 
 double two_kl(const Prepared& p, const Prepared& q, double* scratch) {
@@ -107,7 +78,7 @@ double two_kl(const Prepared& p, const Prepared& q, double* scratch) {
   double* col = scratch;    // [d]
   double* a = scratch + d;  // [d]
   double* t = a + d;        // [q.k]
-  double* m = t + q.k;      // [d * d] with a triangular q
+  double* m = t + q.k;      // tri_squares_scratch(d) with a triangular q
 
   double sum = 0;     // non-negative terms
   double shrink = 0;  // q's low-rank terms on M, <= 0
@@ -117,7 +88,7 @@ double two_kl(const Prepared& p, const Prepared& q, double* scratch) {
   // Off-diagonal of M = Bq^{-1} Bp, column by column; with a low-rank q (diagonal base) each
   // column of M also feeds the shrink term.
   if (p.tri && q.tri) {
-    sum += off_diagonal_squares(q.base, p.base, d, m);
+    sum += tri_squares(q.base, p.base, d, m);
   } else if (p.tri) {  // q diagonal, maybe low rank
     for (std::int64_t k = 0; k < d; ++k) {
       std::fill(col, col + k, 0.0);

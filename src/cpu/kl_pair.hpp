@@ -19,13 +19,14 @@
 #include <cstdint>
 
 #include "cpu/prepared.hpp"
+#include "cpu/tri_squares.hpp"
 
 namespace gausskl::cpu {
 
 // Doubles of scratch two_kl needs for a pair with these layouts: with a triangular q, room for
-// M = Lq^{-1} Lp (d x d).
+// M = Lq^{-1} Lp (tri_squares.hpp).
 inline std::int64_t pair_scratch_size(const Layout& q) {
-  return 2 * q.d + 2 * q.r + (q.tri ? q.d * q.d : 0);
+  return 2 * q.d + 2 * q.r + (q.tri ? tri_squares_scratch(q.d) : 0);
 }
 
 // 2 KL(p || q) >= 0. q must have been prepared with_inverse if q.tri and !p.tri.
