@@ -1,4 +1,4 @@
-// full_gemm (the dispatched target) against a long-double loop within its documented bound, and
+// full_gemm (on every compiled target) against a long-double loop within its documented bound, and
 // bitwise independent of the split of rows and columns; FullPairs: every entry it keeps is within
 // its tolerance of the long-double reference, on random, adversarial, ill-conditioned,
 // near-duplicate and identical data, p full or diagonal, from float32 and float64 inputs; and on
@@ -17,6 +17,7 @@
 #include "cpu/all_pairs.hpp"
 #include "cpu/full_gemm.hpp"
 #include "cpu/prepare.hpp"
+#include "hwy/tests/hwy_gtest.h"
 #include "support/batches.hpp"
 #include "support/generators.hpp"
 #include "support/oracle.hpp"
@@ -24,7 +25,10 @@
 namespace gausskl::cpu {
 namespace {
 
-TEST(FullGemm, WithinBoundOfLongDoubleAndSplitIndependent) {
+class FullGemm : public hwy::TestWithParamTarget {};
+HWY_TARGET_INSTANTIATE_TEST_SUITE_P(FullGemm);
+
+TEST_P(FullGemm, WithinBoundOfLongDoubleAndSplitIndependent) {
   std::mt19937_64 rng(31);
   std::normal_distribution<double> z;
   for (const std::int64_t k : {1, 7, 8, 152, 255, 256, 257, 700, 2144}) {
@@ -57,7 +61,7 @@ TEST(FullGemm, WithinBoundOfLongDoubleAndSplitIndependent) {
       full_gemm(a.data() + 3 * kp, 5, b.data() + j * kp, 1, kp, part.data() + 3 * m + j, m);
     EXPECT_EQ(part, c) << k;
   }
-  EXPECT_NE(std::string(full_gemm_target()), "");
+  EXPECT_STREQ(full_gemm_target(), hwy::TargetName(GetParam()));
 }
 
 using test::Data;
