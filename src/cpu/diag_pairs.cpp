@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "cpu/diag_quadratic.hpp"
+#include "cpu/diag_quadratic_loops.hpp"
 #include "cpu/diag_terms.hpp"
 #include "cpu/parallel.hpp"
 #include "cpu/saturating.hpp"
@@ -37,8 +38,11 @@ DiagPairs::DiagPairs(const DiagGaussians<T>& p, const DiagGaussians<T>* q, doubl
       d_(p.mean.shape[1]),
       self_(q == nullptr),
       tolerance_(tolerance),
-      kernel_bound_(diag_quadratic_error_bound<double>(p.mean.shape[1])) {
+      kernel_bound_(diag_quadratic_error_bound<double>(p.mean.shape[1])),
+      kernel_(diag_kernel<double>()) {
   const std::int64_t d = d_;
+  // q's precisions are needed only to pack q once for the kernel (q_packed_), then freed.
+  std::vector<double> lam;
   auto unpack = [&](const DiagGaussians<T>& g, std::int64_t rows, bool as_p, bool as_q) {
     std::vector<double>& mean = as_p ? mu_ : nu_;
     std::vector<double>& log_b = as_p ? log_b_p_ : log_b_q_;
@@ -49,7 +53,7 @@ DiagPairs::DiagPairs(const DiagGaussians<T>& p, const DiagGaussians<T>* q, doubl
     sum.resize(static_cast<std::size_t>(rows));
     abs_sum.resize(sum.size());
     if (as_p) v_.resize(mean.size());
-    if (as_q) lam_.resize(mean.size()), inv_b_.resize(mean.size());
+    if (as_q) lam.resize(mean.size()), inv_b_.resize(mean.size());
     parallel_for(rows, threads, [&](int, std::int64_t lo, std::int64_t hi) {
       for (std::int64_t i = lo; i < hi; ++i) {
         CompensatedSum s;
@@ -61,7 +65,7 @@ DiagPairs::DiagPairs(const DiagGaussians<T>& p, const DiagGaussians<T>* q, doubl
           mean[k] = g.mean(i, h);
           log_b[k] = lb;
           if (as_p) v_[k] = b * b;
-          if (as_q) lam_[k] = inv_b * inv_b, inv_b_[k] = inv_b;
+          if (as_q) lam[k] = inv_b * inv_b, inv_b_[k] = inv_b;
           s.add(2 * lb);
           a += std::abs(2 * lb);
         }
@@ -72,16 +76,28 @@ DiagPairs::DiagPairs(const DiagGaussians<T>& p, const DiagGaussians<T>* q, doubl
   };
   unpack(p, n_, true, self_);
   if (!self_) unpack(*q, m_, false, true);
+  const std::int64_t nr = kernel_.tile.nr;
+  q_packed_.resize(static_cast<std::size_t>(diag_packed_q_size(m_, d, nr)));
+  const double* nu = (self_ ? mu_ : nu_).data();
+  const std::int64_t panel = diag_panel_columns(nr);
+  parallel_for((m_ + panel - 1) / panel, threads, [&](int, std::int64_t a, std::int64_t b) {
+    const std::int64_t j0 = a * panel, j1 = std::min(m_, b * panel);
+    pack_diag_q_panels(nu + j0 * d, lam.data() + j0 * d, j1 - j0, d, nr,
+                       q_packed_.data() + diag_packed_q_offset(m_, d, nr, j0, 0));
+  });
 }
 
 std::int64_t DiagPairs::footprint(std::int64_t n, std::int64_t m, std::int64_t d, bool self,
                                   int threads) {
-  // Per row of p: mean, variance, log sigma (and, when q = p, precision and 1 / sigma), and the
-  // two sums; per row of q: mean, precision, 1 / sigma, log sigma and the two sums.
-  const std::int64_t p_doubles = sat_add(sat_mul(n, sat_mul(self ? 5 : 3, d)), 2 * n);
-  const std::int64_t q_doubles = self ? 0 : sat_add(sat_mul(m, sat_mul(4, d)), 2 * m);
-  return sat_add(sat_mul(8, sat_add(p_doubles, q_doubles)),
-                 sat_mul(threads, diag_quadratic_buffer_bytes<double>()));
+  // Per row of p: mean, variance, log sigma (and, when q = p, 1 / sigma) and the two sums; per
+  // row of q: mean, 1 / sigma, log sigma and the two sums; q packed for the kernel; and, while
+  // constructing, q's precisions.
+  const std::int64_t p_doubles = sat_add(sat_mul(n, sat_mul(self ? 4 : 3, d)), 2 * n);
+  const std::int64_t q_doubles = self ? 0 : sat_add(sat_mul(m, sat_mul(3, d)), 2 * m);
+  const std::int64_t packed = diag_packed_q_size(m, d, diag_kernel<double>().tile.nr);
+  const std::int64_t doubles =
+      sat_add(sat_add(p_doubles, q_doubles), sat_add(packed, sat_mul(m, d)));
+  return sat_add(sat_mul(8, doubles), sat_mul(threads, diag_quadratic_buffer_bytes<double>()));
 }
 
 double DiagPairs::exact(std::int64_t i, std::int64_t j) const {
@@ -133,23 +149,27 @@ void DiagPairs::finish_row(std::int64_t i, std::int64_t j0, std::int64_t j1, dou
 
 void DiagPairs::block(std::int64_t lo, std::int64_t hi, double* out, int threads) const {
   const std::int64_t rows = hi - lo, m = m_, d = d_;
-  const double* nu = (self_ ? mu_ : nu_).data();
-  // Split rows over the workers; with fewer rows than workers, split columns instead.
+  // Split rows over the workers; with fewer rows than workers, split columns instead, in whole
+  // panels of the packed q.
+  const std::int64_t panel = diag_panel_columns(kernel_.tile.nr);
   const bool by_rows = rows >= threads;
-  parallel_for(by_rows ? rows : m, threads, [&](int, std::int64_t a, std::int64_t b) {
-    const std::int64_t i0 = by_rows ? lo + a : lo, i1 = by_rows ? lo + b : hi;
-    const std::int64_t j0 = by_rows ? 0 : a, j1 = by_rows ? m : b;
-    // Kernel and finish in passes of rows small enough that the finish reads Q from cache.
-    const std::int64_t pass =
-        std::max<std::int64_t>(1, kDiagPassBytes / (8 * std::max<std::int64_t>(j1 - j0, 1)));
-    for (std::int64_t r0 = i0; r0 < i1; r0 += pass) {
-      const std::int64_t r1 = std::min(i1, r0 + pass);
-      diag_quadratic<double>(mu_.data() + r0 * d, v_.data() + r0 * d, r1 - r0, nu + j0 * d,
-                             lam_.data() + j0 * d, j1 - j0, d, out + (r0 - lo) * m + j0, m);
-      for (std::int64_t i = r0; i < r1; ++i)
-        finish_row(i, j0, j1, out + (i - lo) * m);
-    }
-  });
+  parallel_for(
+      by_rows ? rows : (m + panel - 1) / panel, threads, [&](int, std::int64_t a, std::int64_t b) {
+        const std::int64_t i0 = by_rows ? lo + a : lo, i1 = by_rows ? lo + b : hi;
+        const std::int64_t j0 = by_rows ? 0 : a * panel;
+        const std::int64_t j1 = by_rows ? m : std::min(m, b * panel);
+        // Kernel and finish in passes of rows small enough that the finish reads Q
+        // from cache.
+        const std::int64_t pass =
+            std::max<std::int64_t>(1, kDiagPassBytes / (8 * std::max<std::int64_t>(j1 - j0, 1)));
+        for (std::int64_t r0 = i0; r0 < i1; r0 += pass) {
+          const std::int64_t r1 = std::min(i1, r0 + pass);
+          diag_quadratic_loops_packed(kernel_, mu_.data() + r0 * d, v_.data() + r0 * d, r1 - r0,
+                                      q_packed_.data(), m, j0, j1, d, out + (r0 - lo) * m + j0, m);
+          for (std::int64_t i = r0; i < r1; ++i)
+            finish_row(i, j0, j1, out + (i - lo) * m);
+        }
+      });
 }
 
 template DiagPairs::DiagPairs(const DiagGaussians<float>&, const DiagGaussians<float>*, double,

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "cpu/ukr_diag.hpp"
 #include "gausskl/types.hpp"
 
 namespace gausskl::cpu {
@@ -41,10 +42,14 @@ class DiagPairs {
   std::int64_t n_, m_, d_;
   bool self_;
   double tolerance_, kernel_bound_;
+  DiagKernel<double> kernel_;  // the SIMD target's, chosen once: q_packed_ is in its layout
   // Row-major [N, D] for p and [M, D] for q (q's arrays alias p's when q = p).
-  std::vector<double> mu_, v_, log_b_p_;            // p: mean, variance, log sigma
-  std::vector<double> nu_, lam_, inv_b_, log_b_q_;  // q: mean, precision, 1 / sigma, log sigma
-  std::vector<double> s_, abs_s_, t_, abs_t_;       // per row: sum log v, sum |log v|; q likewise
+  std::vector<double> mu_, v_, log_b_p_;       // p: mean, variance, log sigma
+  std::vector<double> nu_, inv_b_, log_b_q_;   // q: mean, 1 / sigma, log sigma
+  std::vector<double> s_, abs_s_, t_, abs_t_;  // per row: sum log v, sum |log v|; q likewise
+  // q's means and precisions packed once for the kernel (pack_diag_q_panels), so that blocks of
+  // any number of rows never pack q again.
+  std::vector<double> q_packed_;
 };
 
 }  // namespace gausskl::cpu

@@ -33,12 +33,12 @@ T* packing_buffer() noexcept {
   return buffer.get();
 }
 
-}  // namespace
-
-template <class T>
-void diag_quadratic_loops(const DiagKernel<T>& kernel, const T* mu, const T* v, std::int64_t m,
-                          const T* nu, const T* lam, std::int64_t n, std::int64_t d, double* q,
-                          std::int64_t ldq) noexcept {
+// The loop nest over packed q panels from q_panel_at(jc, pc, nc_cur, kc_cur): packed on the
+// spot (diag_quadratic_loops) or found in q packed once by pack_diag_q_panels
+// (diag_quadratic_loops_packed).
+template <class T, class QPanelAt>
+void loop_nest(const DiagKernel<T>& kernel, const T* mu, const T* v, std::int64_t m, std::int64_t n,
+               std::int64_t d, double* q, std::int64_t ldq, QPanelAt&& q_panel_at) noexcept {
   if (m <= 0 || n <= 0) return;
   if (d <= 0) {
     for (std::int64_t i = 0; i < m; ++i)
@@ -46,15 +46,13 @@ void diag_quadratic_loops(const DiagKernel<T>& kernel, const T* mu, const T* v, 
     return;
   }
   const std::int64_t mr = kernel.tile.mr, nr = kernel.tile.nr;
-  // Panels hold whole micro-panels, padding included.
-  const std::int64_t nc = kDiagNC / nr * nr, mc = kDiagMC / mr * mr;
-  T* const q_panel = packing_buffer<T>();
-  T* const p_block = q_panel + kPanelValues;
+  const std::int64_t nc = diag_panel_columns(nr), mc = kDiagMC / mr * mr;
+  T* const p_block = packing_buffer<T>() + kPanelValues;
   for (std::int64_t jc = 0; jc < n; jc += nc) {
     const std::int64_t nc_cur = std::min(nc, n - jc);
     for (std::int64_t pc = 0; pc < d; pc += kDiagKC) {
       const std::int64_t kc_cur = std::min(kDiagKC, d - pc);
-      pack_diag_q(nu + jc * d + pc, lam + jc * d + pc, d, nc_cur, kc_cur, nr, q_panel);
+      const T* q_panel = q_panel_at(jc, pc, nc_cur, kc_cur);
       for (std::int64_t ic = 0; ic < m; ic += mc) {
         const std::int64_t mc_cur = std::min(mc, m - ic);
         pack_diag_p(mu + ic * d + pc, v + ic * d + pc, d, mc_cur, kc_cur, mr, p_block);
@@ -68,6 +66,49 @@ void diag_quadratic_loops(const DiagKernel<T>& kernel, const T* mu, const T* v, 
       }
     }
   }
+}
+
+}  // namespace
+
+template <class T>
+void diag_quadratic_loops(const DiagKernel<T>& kernel, const T* mu, const T* v, std::int64_t m,
+                          const T* nu, const T* lam, std::int64_t n, std::int64_t d, double* q,
+                          std::int64_t ldq) noexcept {
+  T* const q_panel = packing_buffer<T>();
+  const std::int64_t nr = kernel.tile.nr;
+  loop_nest(kernel, mu, v, m, n, d, q, ldq,
+            [&](std::int64_t jc, std::int64_t pc, std::int64_t nc_cur, std::int64_t kc_cur) {
+              pack_diag_q(nu + jc * d + pc, lam + jc * d + pc, d, nc_cur, kc_cur, nr, q_panel);
+              return static_cast<const T*>(q_panel);
+            });
+}
+
+std::int64_t diag_packed_q_offset(std::int64_t n, std::int64_t d, std::int64_t nr, std::int64_t jc,
+                                  std::int64_t pc) {
+  const std::int64_t width = std::min(diag_panel_columns(nr), n - jc);
+  return jc * 2 * d + pc * 2 * ((width + nr - 1) / nr * nr);
+}
+
+void pack_diag_q_panels(const double* nu, const double* lam, std::int64_t n, std::int64_t d,
+                        std::int64_t nr, double* dst) noexcept {
+  const std::int64_t nc = diag_panel_columns(nr);
+  for (std::int64_t jc = 0; jc < n; jc += nc) {
+    for (std::int64_t pc = 0; pc < d; pc += kDiagKC) {
+      pack_diag_q(nu + jc * d + pc, lam + jc * d + pc, d, std::min(nc, n - jc),
+                  std::min(kDiagKC, d - pc), nr, dst + diag_packed_q_offset(n, d, nr, jc, pc));
+    }
+  }
+}
+
+void diag_quadratic_loops_packed(const DiagKernel<double>& kernel, const double* mu,
+                                 const double* v, std::int64_t m, const double* q_packed,
+                                 std::int64_t n_all, std::int64_t j0, std::int64_t j1,
+                                 std::int64_t d, double* q, std::int64_t ldq) noexcept {
+  const std::int64_t nr = kernel.tile.nr;
+  loop_nest(kernel, mu, v, m, j1 - j0, d, q, ldq,
+            [&](std::int64_t jc, std::int64_t pc, std::int64_t, std::int64_t) {
+              return q_packed + diag_packed_q_offset(n_all, d, nr, j0 + jc, pc);
+            });
 }
 
 template void diag_quadratic_loops(const DiagKernel<float>&, const float*, const float*,

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "cpu/tunables.hpp"
 #include "cpu/ukr_diag.hpp"
 
 namespace gausskl::cpu {
@@ -13,5 +14,29 @@ template <class T>
 void diag_quadratic_loops(const DiagKernel<T>& kernel, const T* mu, const T* v, std::int64_t m,
                           const T* nu, const T* lam, std::int64_t n, std::int64_t d, double* q,
                           std::int64_t ldq) noexcept;
+
+// Columns per q panel of the loop nest for a kernel of nr columns (kDiagNC rounded down to whole
+// micro-panels).
+inline std::int64_t diag_panel_columns(std::int64_t nr) {
+  return kDiagNC / nr * nr;
+}
+
+// All of q packed once, panel after panel (each KC-deep block as pack_diag_q writes it), for
+// many calls over different rows of p: values held, and where panel jc's block pc starts.
+inline std::int64_t diag_packed_q_size(std::int64_t n, std::int64_t d, std::int64_t nr) {
+  return (n + nr - 1) / nr * nr * 2 * d;
+}
+std::int64_t diag_packed_q_offset(std::int64_t n, std::int64_t d, std::int64_t nr, std::int64_t jc,
+                                  std::int64_t pc);
+void pack_diag_q_panels(const double* nu, const double* lam, std::int64_t n, std::int64_t d,
+                        std::int64_t nr, double* dst) noexcept;
+
+// diag_quadratic_loops for columns [j0, j1) of q as packed by pack_diag_q_panels (n_all columns,
+// the same kernel); j0 must be a multiple of diag_panel_columns(nr). Column j goes to
+// q[i * ldq + j - j0]. Bitwise the same values as diag_quadratic_loops.
+void diag_quadratic_loops_packed(const DiagKernel<double>& kernel, const double* mu,
+                                 const double* v, std::int64_t m, const double* q_packed,
+                                 std::int64_t n_all, std::int64_t j0, std::int64_t j1,
+                                 std::int64_t d, double* q, std::int64_t ldq) noexcept;
 
 }  // namespace gausskl::cpu

@@ -182,6 +182,41 @@ void check_split_invariance() {
   }
 }
 
+// q packed once (pack_diag_q_panels) and used for blocks of rows and for column ranges starting
+// at panel boundaries: bitwise the same entries as packing on the spot. Enough columns for
+// several panels, and a last panel that is not whole.
+void check_packed_q() {
+  const DiagKernel<double> kernel = diag_kernel<double>();
+  const std::int64_t panel = diag_panel_columns(kernel.tile.nr);
+  const std::int64_t m = 23, n = 2 * panel + 37;
+  for (const std::int64_t d : {std::int64_t{1}, std::int64_t{19}, kDiagKC + 5}) {
+    const Problem<double> pr = make_problem<double>(Data::adversarial, m, n, d, 7);
+    const std::vector<double> whole = run(pr);
+    std::vector<double> packed(diag_packed_q_size(n, d, kernel.tile.nr), -1.0);
+    pack_diag_q_panels(pr.q.mean.data(), pr.q.var.data(), n, d, kernel.tile.nr, packed.data());
+    std::vector<double> parts(whole.size(), -7.0);
+    const std::int64_t ldq = n + 2;
+    const std::int64_t row_cuts[] = {0, 1, 9, 23}, col_cuts[] = {0, panel, 2 * panel, n};
+    for (int a = 0; a + 1 < 4; ++a) {
+      for (int b = 0; b + 1 < 4; ++b) {
+        const std::int64_t i0 = row_cuts[a], j0 = col_cuts[b];
+        diag_quadratic_loops_packed(kernel, pr.p.mean.data() + i0 * d, pr.p.var.data() + i0 * d,
+                                    row_cuts[a + 1] - i0, packed.data(), n, j0, col_cuts[b + 1], d,
+                                    parts.data() + i0 * ldq + j0, ldq);
+      }
+    }
+    ASSERT_EQ(std::memcmp(whole.data(), parts.data(), whole.size() * sizeof(double)), 0)
+        << "d " << d;
+    // A range that ends inside a panel.
+    std::vector<double> some(m * 5, -7.0);
+    diag_quadratic_loops_packed(kernel, pr.p.mean.data(), pr.p.var.data(), m, packed.data(), n,
+                                panel, panel + 5, d, some.data(), 5);
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < 5; ++j)
+        ASSERT_EQ(some[i * 5 + j], whole[i * ldq + panel + j]) << i << " " << j;
+  }
+}
+
 class DiagQuadratic : public hwy::TestWithParamTarget {};
 HWY_TARGET_INSTANTIATE_TEST_SUITE_P(DiagQuadratic);
 
@@ -196,6 +231,10 @@ TEST_P(DiagQuadratic, FloatSplitInvariant) {
 }
 TEST_P(DiagQuadratic, DoubleSplitInvariant) {
   check_split_invariance<double>();
+}
+
+TEST_P(DiagQuadratic, PackedQSameAsPackingOnTheSpot) {
+  check_packed_q();
 }
 
 TEST_P(DiagQuadratic, EmptyShapes) {
