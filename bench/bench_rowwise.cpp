@@ -78,6 +78,27 @@ void BM_kl_diag(benchmark::State& state) {
   count_elements(state, kRows * d);
 }
 
+// The VAE KL term: kl_standard_normal of N(mu, diag(exp(logvar))), the encoder's output.
+template <class T>
+void BM_kl_standard_normal_logvar(benchmark::State& state) {
+  const std::int64_t d = state.range(0);
+  const std::vector<T> mean = random<T>(kRows * d, -2, 2, 1),
+                       logvar = random<T>(kRows * d, -3, 1, 2);
+  const gausskl::DiagGaussians<T> p{gausskl::contiguous<T, 2>(mean.data(), {kRows, d}),
+                                    gausskl::contiguous<T, 2>(logvar.data(), {kRows, d}),
+                                    gausskl::DiagParam::logvar};
+  std::vector<T> out(kRows);
+  const auto threads = static_cast<int>(state.range(1));
+  for (auto _ : state) {
+    gausskl::kl_standard_normal(gausskl::Gaussians<T>(p), std::span<T>(out),
+                                gausskl::Options{.threads = threads});
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * kRows);
+  count_elements(state, kRows * d);
+}
+
 template <class T>
 void BM_naive_diag(benchmark::State& state) {
   const std::int64_t d = state.range(0);
@@ -157,6 +178,8 @@ BENCHMARK_TEMPLATE(BM_naive_diag, float)->Apply(naive_args);
 BENCHMARK_TEMPLATE(BM_naive_diag, double)->Apply(naive_args);
 BENCHMARK_TEMPLATE(BM_kl_diag, float)->Apply(diag_args);
 BENCHMARK_TEMPLATE(BM_kl_diag, double)->Apply(diag_args);
+BENCHMARK_TEMPLATE(BM_kl_standard_normal_logvar, float)->Apply(diag_args);
+BENCHMARK_TEMPLATE(BM_kl_standard_normal_logvar, double)->Apply(diag_args);
 BENCHMARK_TEMPLATE(BM_kl_full, float)->Apply(full_args);
 BENCHMARK_TEMPLATE(BM_kl_full, double)->Apply(full_args);
 BENCHMARK_TEMPLATE(BM_kl_lowrank, float)->Apply(lowrank_args);
