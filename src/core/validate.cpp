@@ -7,6 +7,7 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/error.hpp"
@@ -63,9 +64,50 @@ void check_shape(const char* op, const std::string& name, const View<T, Rank>& v
   check_view(op, name, v);
 }
 
+// The lowest i < n with !valid(i), or n: checked on `threads` threads, each over an increasing
+// range of i and stopping at its first failure, so the lowest of their first failures is it.
+template <class Valid>
+std::int64_t first_invalid(std::int64_t n, int threads, const Valid& valid) {
+  const int workers = static_cast<int>(
+      std::clamp<std::int64_t>(cpu::resolve_threads(threads), 1, std::max<std::int64_t>(n, 1)));
+  std::vector<std::int64_t> first(static_cast<std::size_t>(workers), n);
+  cpu::parallel_for(n, workers, [&](int w, std::int64_t lo, std::int64_t hi) {
+    for (std::int64_t i = lo; i < hi; ++i) {
+      if (!valid(i)) {
+        first[static_cast<std::size_t>(w)] = i;
+        return;
+      }
+    }
+  });
+  return *std::min_element(first.begin(), first.end());
+}
+
+// How many of the n values at row[0], row[stride], ... are inf or NaN: an integer reduction over
+// the exponent bits (all ones: inf or NaN, as isfinite says), which the compiler vectorizes.
 template <class T>
-void check_finite2(const char* op, const std::string& name, const View<T, 2>& v) {
-  for (std::int64_t i = 0; i < v.shape[0]; ++i) {
+std::int64_t count_nonfinite(const T* row, std::int64_t n, std::int64_t stride) {
+  using Bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+  constexpr Bits kExponent =
+      static_cast<Bits>(sizeof(T) == 4 ? 0x7f800000ull : 0x7ff0000000000000ull);
+  std::int64_t bad = 0;
+  if (stride == 1) {
+    for (std::int64_t h = 0; h < n; ++h)
+      bad += (std::bit_cast<Bits>(row[h]) & kExponent) == kExponent;
+  } else {
+    for (std::int64_t h = 0; h < n; ++h)
+      bad += (std::bit_cast<Bits>(row[h * stride]) & kExponent) == kExponent;
+  }
+  return bad;
+}
+
+// Every value finite: rows checked on `threads` threads without messages, then element by
+// element from the first bad row, to name the value.
+template <class T>
+void check_finite2(const char* op, const std::string& name, const View<T, 2>& v, int threads) {
+  const std::int64_t first = first_invalid(v.shape[0], threads, [&](std::int64_t i) {
+    return count_nonfinite(&v(i, 0), v.shape[1], v.strides[1]) == 0;
+  });
+  for (std::int64_t i = first; i < v.shape[0]; ++i) {
     for (std::int64_t h = 0; h < v.shape[1]; ++h) {
       const T x = v(i, h);
       if (!std::isfinite(x))
@@ -109,13 +151,46 @@ void check_variance(const char* op, const std::string& name, DiagParam p, const 
   fail(op, name + " gives a variance outside [1e-300, 1e300], found " + show(x) + " at " + where());
 }
 
+// [lo, hi] in T: for every T x, lo_T <= x <= hi_T exactly when lo <= double(x) <= hi (the
+// nearest floats inside the double bounds), so the fast check below can compare in T.
 template <class T>
-void validate_diag(const char* op, const std::string& side, const DiagGaussians<T>& g) {
+std::pair<T, T> bounds_in(double lo, double hi) {
+  constexpr T kInf = std::numeric_limits<T>::infinity();
+  T lo_t = static_cast<T>(lo), hi_t = static_cast<T>(hi);
+  if (static_cast<double>(lo_t) < lo) lo_t = std::nextafter(lo_t, kInf);
+  if (static_cast<double>(hi_t) > hi) hi_t = std::nextafter(hi_t, -kInf);
+  return {lo_t, hi_t};
+}
+
+// True if the n values at row[0], row[stride], ... all lie in [lo, hi] (NaN does not): the
+// result is kept as a value selected per element, a form GCC vectorizes (a count or an OR of
+// the comparisons, it does not).
+template <class T>
+bool all_within(const T* row, std::int64_t n, std::int64_t stride, T lo, T hi) {
+  T outside = 0;
+  if (stride == 1) {
+    for (std::int64_t h = 0; h < n; ++h)
+      outside = (row[h] >= lo && row[h] <= hi) ? outside : T(1);
+  } else {
+    for (std::int64_t h = 0; h < n; ++h)
+      outside = (row[h * stride] >= lo && row[h * stride] <= hi) ? outside : T(1);
+  }
+  return outside == 0;
+}
+
+template <class T>
+void validate_diag(const char* op, const std::string& side, const DiagGaussians<T>& g,
+                   int threads) {
   const std::string name = side + ".scale (" + param_name(g.param) + ")";
   const Accepted ok = accepted(g.param);
   check_shape(op, side + ".scale", g.scale, g.mean.shape);
-  for (std::int64_t i = 0; i < g.scale.shape[0]; ++i) {
-    for (std::int64_t h = 0; h < g.scale.shape[1]; ++h) {
+  const std::int64_t d = g.scale.shape[1];
+  const auto [lo, hi] = bounds_in<T>(ok.lo, ok.hi);
+  const std::int64_t first = first_invalid(g.scale.shape[0], threads, [&](std::int64_t i) {
+    return all_within(&g.scale(i, 0), d, g.scale.strides[1], lo, hi);
+  });
+  for (std::int64_t i = first; i < g.scale.shape[0]; ++i) {
+    for (std::int64_t h = 0; h < d; ++h) {
       check_variance(op, name, g.param, ok, g.scale(i, h), [=] { return at2(i, h); });
     }
   }
@@ -218,24 +293,6 @@ void check_full(const char* op, const std::string& name, const View<T, 3>& s, st
   }
 }
 
-// The lowest i < n with !valid(i), or n: checked on `threads` threads, each over an increasing
-// range of i and stopping at its first failure, so the lowest of their first failures is it.
-template <class Valid>
-std::int64_t first_invalid(std::int64_t n, int threads, const Valid& valid) {
-  const int workers = static_cast<int>(
-      std::clamp<std::int64_t>(cpu::resolve_threads(threads), 1, std::max<std::int64_t>(n, 1)));
-  std::vector<std::int64_t> first(static_cast<std::size_t>(workers), n);
-  cpu::parallel_for(n, workers, [&](int w, std::int64_t lo, std::int64_t hi) {
-    for (std::int64_t i = lo; i < hi; ++i) {
-      if (!valid(i)) {
-        first[static_cast<std::size_t>(w)] = i;
-        return;
-      }
-    }
-  });
-  return *std::min_element(first.begin(), first.end());
-}
-
 // Every distribution is checked without messages, on `threads` threads; the element-wise checks
 // then run on the first that fails and name its first bad value.
 template <class T>
@@ -283,11 +340,11 @@ void validate(const char* op, const char* side_c, const Gaussians<T>& g, int thr
   const View<T, 2>& mean = g.mean();
   check_view(op, side + ".mean", mean);
   if (mean.shape[1] < 1) fail(op, side + ".mean has D = 0; D must be at least 1");
-  check_finite2(op, side + ".mean", mean);
+  check_finite2(op, side + ".mean", mean, threads);
   std::visit(
       [&](const auto& family) {
         using F = std::decay_t<decltype(family)>;
-        if constexpr (std::is_same_v<F, DiagGaussians<T>>) validate_diag(op, side, family);
+        if constexpr (std::is_same_v<F, DiagGaussians<T>>) validate_diag(op, side, family, threads);
         if constexpr (std::is_same_v<F, FullGaussians<T>>) validate_full(op, side, family, threads);
         if constexpr (std::is_same_v<F, LowRankGaussians<T>>) validate_low_rank(op, side, family);
       },

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/names.hpp"
 #include "gausskl/ops.hpp"
 #include "support/batches.hpp"
 #include "support/generators.hpp"
@@ -91,6 +92,53 @@ TEST(Validate, DiagonalScales) {
   p.scale[6] = 1e-200;  // std^2 underflows double
   expect_invalid([&] { run_kl(p.view(), q.view()); },
                  {"[kl] ", "p.scale (std)", "variance", "1e-200", "row 1, column 1"});
+}
+
+// The fast row check compares in the input's own type; at the edges of the accepted range it
+// must agree with the rule in double: accepted exactly when the implied variance is in
+// [1e-300, 1e300]. Values around each edge, for float and double inputs, each parameterization.
+template <class T>
+void check_range_edges() {
+  struct Edge {
+    DiagParam param;
+    double lo, hi;
+  };
+  const Edge edges[] = {{DiagParam::stddev, std::sqrt(1e-300), std::sqrt(1e300)},
+                        {DiagParam::var, 1e-300, 1e300},
+                        {DiagParam::precision, 1 / 1e300, 1 / 1e-300},
+                        {DiagParam::logvar, std::log(1e-300), std::log(1e300)}};
+  for (const Edge& e : edges) {
+    std::vector<T> candidates = {T(0), -T(0), std::numeric_limits<T>::denorm_min(),
+                                 std::numeric_limits<T>::max(), -std::numeric_limits<T>::max()};
+    for (const double edge : {e.lo, e.hi}) {
+      T x = static_cast<T>(edge);
+      candidates.push_back(x);
+      candidates.push_back(std::nextafter(x, std::numeric_limits<T>::infinity()));
+      candidates.push_back(std::nextafter(x, -std::numeric_limits<T>::infinity()));
+    }
+    for (const T x : candidates) {
+      const std::vector<T> mean(3, T(0)), scale = {T(1), x, T(1)};
+      const DiagGaussians<T> p{contiguous<T, 2>(mean.data(), {1, 3}),
+                               contiguous<T, 2>(scale.data(), {1, 3}), e.param};
+      const double v = static_cast<double>(x);
+      const bool ok = v >= e.lo && v <= e.hi;
+      std::vector<T> out(1);
+      bool accepted = true;
+      try {
+        kl_standard_normal(p, std::span<T>(out));
+      } catch (const std::invalid_argument&) {
+        accepted = false;
+      }
+      EXPECT_EQ(accepted, ok) << detail::param_name(e.param) << " " << v;
+    }
+  }
+}
+
+TEST(Validate, RangeEdgesFloat) {
+  check_range_edges<float>();
+}
+TEST(Validate, RangeEdgesDouble) {
+  check_range_edges<double>();
 }
 
 TEST(Validate, FloatValuesAreShownAsFloats) {
