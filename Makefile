@@ -80,6 +80,10 @@ bench: deps
 	@$(CMAKE) -S . -B build $(CMAKE_FLAGS) -DGAUSSKL_BUILD_BENCH=ON >/dev/null
 	@$(CMAKE) --build build -j $(JOBS)
 	@build/bench/gausskl_bench_rowwise --benchmark_counters_tabular=true
+	@build/bench/gausskl_bench_rowwise_kernel --benchmark_counters_tabular=true
+	@build/bench/gausskl_bench_pairwise_kernel --benchmark_filter='/(AVX3|AVX2)/' \
+		--benchmark_counters_tabular=true
+	@build/bench/gausskl_bench_full_pairs --benchmark_counters_tabular=true
 
 # gausskl side by side with PyTorch (forum broadcast, torch.distributions, GEMM in torch, SGEMM
 # floor): rewrites the results section of bench/README.md and bench/plots/*.png (~4-10 min; run

@@ -56,10 +56,12 @@ inline constexpr std::int64_t kDiagMC = 64;
 // ---- diag_pairs (diag_pairs.cpp): the diagonal all-pairs driver ----
 
 // Each worker runs the kernel and then the finish (the O(1) terms, the error bound, exact
-// re-scoring) over passes of rows whose [rows, M] doubles take about this many bytes. Smaller
-// passes would let the finish read Q from cache, but every kernel call packs all of q again,
-// which costs more: N = M = 4096, D = 256, float32, 2 threads, pairwise_kl alone (min of 2):
-// 256 KiB 659 ms, 1 MiB 426 ms, 4 MiB 396 ms, 64 MiB (one pass per worker) 334 ms.
+// re-scoring) over passes of rows whose [rows, M] doubles take about this many bytes. When every
+// kernel call packed all of q again, small passes were slow (N = M = 4096, D = 256, float32, 2
+// threads: 256 KiB 659 ms, 1 MiB 426 ms, 4 MiB 396 ms, 64 MiB 334 ms). With q packed once per
+// plan (diag_pairs.hpp) they are flat within this machine's noise (pairwise_kl from C++, min of 4
+// calls, 3 runs each: 256 KiB 300-340 ms, 1 MiB 256-274, 4 MiB 264-281, 64 MiB 252-268; the
+// loop nest before q was packed once: 266-291), so one pass per worker stays.
 inline constexpr std::int64_t kDiagPassBytes = std::int64_t{1} << 26;
 
 // ---- full_gemm (full_gemm.hpp): the GEMM of full-covariance all-pairs KL ----
