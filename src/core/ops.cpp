@@ -168,24 +168,30 @@ cpu::AllPairs plan_all_pairs(const char* op, const Gaussians<T>& p, const Gaussi
 }
 
 // After validation: blocks of rows computed in order and either handed to sink or, when sink is
-// null, converted straight into `out` (double results are computed there in place).
+// null, written into `out`. Double results are computed in place; float results of the diagonal
+// path are written as floats by the backend (no block of doubles); other float results go
+// through a block of doubles and are converted.
 template <class T, class U>
 void stream_pairwise(const char* op, const Gaussians<T>& p, const Gaussians<T>* q,
                      const RowSink<U>* sink, U* out, const Options& options) {
   const std::int64_t n = p.n(), m = q ? q->n() : n;
   const int threads = cpu::resolve_threads(options.threads);
   constexpr bool in_place = std::is_same_v<U, double>;
+  const bool direct = !in_place && cpu::AllPairs::writes_float(p, q);
   const bool to_out = sink == nullptr;
-  // A row of the double block, and of its conversion when it goes to a sink in U.
-  const std::int64_t row_bytes =
-      detail::checked_mul(op, m, (!in_place && !to_out) ? 8 + sizeof(U) : 8, "M * 8");
+  const bool doubles = !in_place && !direct;  // a block of doubles, then converted
+  // Per row: the block of doubles if any, the conversion for a sink in U. Direct writes to out
+  // need neither; a nominal row of U still sizes the blocks (the progress reports).
+  const std::int64_t row_bytes = detail::checked_mul(
+      op, m, static_cast<std::int64_t>((doubles || in_place ? 8 : 0) + (!in_place ? sizeof(U) : 0)),
+      "M * 8");
   const std::int64_t rows = rows_per_block(op, p, q, options, threads, row_bytes, false);
   const cpu::AllPairs plan = plan_all_pairs(op, p, q, threads, options);
   // Not value-initialized: every entry of a block is written before it is read.
   detail::BlockBuffer<double> block;
   detail::BlockBuffer<U> converted;
   try {
-    if (!(in_place && to_out)) block = detail::BlockBuffer<double>(rows * m);
+    if (doubles || (in_place && !to_out)) block = detail::BlockBuffer<double>(rows * m);
     if (!in_place && !to_out) converted = detail::BlockBuffer<U>(rows * m);
   } catch (const std::bad_alloc&) {
     detail::fail_resource(op, "out of memory for a block of " + show(rows) + " x " + show(m) +
@@ -193,23 +199,29 @@ void stream_pairwise(const char* op, const Gaussians<T>& p, const Gaussians<T>* 
   }
   for (std::int64_t lo = 0; lo < n; lo += rows) {
     const std::int64_t hi = std::min(n, lo + rows), size = (hi - lo) * m;
-    double* target = block.get();
+    U* const dst = to_out ? out + lo * m : converted.get();
     if constexpr (in_place) {
-      if (to_out) target = out + lo * m;
-    }
-    run(op, p, q, [&] {
-      plan.block(lo, hi, target, threads);
-      return cpu::Failure{};
-    });
-    if (to_out) {
-      if constexpr (!in_place) {
-        std::transform(target, target + size, out + lo * m, [](double x) { return U(x); });
+      double* target = to_out ? dst : block.get();
+      run(op, p, q, [&] {
+        plan.block(lo, hi, target, threads);
+        return cpu::Failure{};
+      });
+      if (!to_out) {
+        (*sink)(lo, hi - lo, std::span<const double>(target, static_cast<std::size_t>(size)));
       }
-    } else if constexpr (in_place) {
-      (*sink)(lo, hi - lo, std::span<const double>(target, static_cast<std::size_t>(size)));
     } else {
-      std::transform(target, target + size, converted.get(), [](double x) { return U(x); });
-      (*sink)(lo, hi - lo, std::span<const U>(converted.get(), static_cast<std::size_t>(size)));
+      run(op, p, q, [&] {
+        if (direct) {
+          plan.block(lo, hi, dst, threads);
+        } else {
+          plan.block(lo, hi, block.get(), threads);
+        }
+        return cpu::Failure{};
+      });
+      if (!direct) {
+        std::transform(block.get(), block.get() + size, dst, [](double x) { return U(x); });
+      }
+      if (!to_out) (*sink)(lo, hi - lo, std::span<const U>(dst, static_cast<std::size_t>(size)));
     }
     if (options.progress) options.progress(hi, n);
   }

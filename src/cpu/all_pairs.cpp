@@ -80,6 +80,8 @@ std::int64_t AllPairs::footprint(const Gaussians<T>& p, const Gaussians<T>* q, i
   if (std::holds_alternative<DiagGaussians<T>>(p.variant()) &&
       std::holds_alternative<DiagGaussians<T>>(qq.variant())) {
     kept = DiagPairs::footprint(n, m, p.d(), q == nullptr, threads);
+    // The per-worker buffers of float results (counted whatever the result type).
+    work = DiagPairs::float_block_bytes(m, threads);
   } else {
     const Layout q_layout = layout_for(qq, !std::holds_alternative<FullGaussians<T>>(p.variant()));
     const Layout p_layout = layout_for(p, false);
@@ -105,6 +107,16 @@ double AllPairs::exact(std::int64_t i, std::int64_t j, double* scratch) const {
   if (!p_ && i == j) return 0;  // KL(p_i || p_i) = 0 by definition, whatever round-off says
   const Prepared pi = p_ ? p_->get(i) : q_->get(i);
   return 0.5 * two_kl(pi, q_->get(j), scratch);
+}
+
+template <class T>
+bool AllPairs::writes_float(const Gaussians<T>& p, const Gaussians<T>* q) {
+  return std::holds_alternative<DiagGaussians<T>>(p.variant()) &&
+         std::holds_alternative<DiagGaussians<T>>((q ? *q : p).variant());
+}
+
+void AllPairs::block(std::int64_t lo, std::int64_t hi, float* out, int threads) const {
+  diag_->block(lo, hi, out, threads);  // writes_float(): the diagonal path
 }
 
 void AllPairs::block(std::int64_t lo, std::int64_t hi, double* out, int threads) const {
@@ -133,6 +145,8 @@ void AllPairs::block(std::int64_t lo, std::int64_t hi, double* out, int threads)
   });
 }
 
+template bool AllPairs::writes_float<float>(const Gaussians<float>&, const Gaussians<float>*);
+template bool AllPairs::writes_float<double>(const Gaussians<double>&, const Gaussians<double>*);
 template bool AllPairs::uses_full_pairs<float>(const Gaussians<float>&, const Gaussians<float>&);
 template bool AllPairs::uses_full_pairs<double>(const Gaussians<double>&, const Gaussians<double>&);
 template std::int64_t AllPairs::footprint<float>(const Gaussians<float>&, const Gaussians<float>*,

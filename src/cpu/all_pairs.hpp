@@ -34,6 +34,11 @@ class AllPairs {
   // out[(i - lo) * cols() + j] = KL(p_i || q_j) for lo <= i < hi, every j, on `threads`
   // threads; exactly 0 at j == i when q = p.
   void block(std::int64_t lo, std::int64_t hi, double* out, int threads) const;
+  // The same in float, for plans that write float results directly (writes_float()): the
+  // diagonal path, from a small buffer per worker rather than a block of doubles.
+  void block(std::int64_t lo, std::int64_t hi, float* out, int threads) const;
+  template <class T>
+  static bool writes_float(const Gaussians<T>& p, const Gaussians<T>* q);
 
   // KL(p_i || q_j) by the exact pair formula (kl_pair.hpp).
   double exact(std::int64_t i, std::int64_t j, double* scratch) const;

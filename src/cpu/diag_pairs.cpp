@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
+#include <vector>
 
 #include "cpu/diag_quadratic.hpp"
 #include "cpu/diag_quadratic_loops.hpp"
@@ -115,19 +117,20 @@ double DiagPairs::exact(std::int64_t i, std::int64_t j) const {
   return 0.5 * sum;
 }
 
-void DiagPairs::finish_row(std::int64_t i, std::int64_t j0, std::int64_t j1, double* row) const {
+void DiagPairs::finish_row(std::int64_t i, std::int64_t j0, std::int64_t j1, double* at) const {
   const double d = static_cast<double>(d_);
   const double s = s_[static_cast<std::size_t>(i)], abs_s = abs_s_[static_cast<std::size_t>(i)];
-  const double* t = (self_ ? s_ : t_).data();
-  const double* abs_t = (self_ ? abs_s_ : abs_t_).data();
+  const double* t = (self_ ? s_ : t_).data() + j0;
+  const double* abs_t = (self_ ? abs_s_ : abs_t_).data() + j0;
+  const std::int64_t cols = j1 - j0;
   const double tolerance = tolerance_, kernel_bound = kernel_bound_;
   constexpr double kRescore = std::numeric_limits<double>::quiet_NaN();
   // Two passes so that the first, over every entry, has no call (and no count: GCC 12 then
   // gives up) in it and vectorizes: it keeps the entries its bound certifies and marks the
   // others NaN (the kernel never makes a NaN: its terms are non-negative), which the second
   // recomputes.
-  for (std::int64_t j = j0; j < j1; ++j) {
-    const double q = row[j];
+  for (std::int64_t j = 0; j < cols; ++j) {
+    const double q = at[j];
     const double tj = t[j];
     const double two_kl = (q - d) - s + tj;
     // The kernel's bound on Q, three roundings of the subtraction, and the compensated sums.
@@ -139,37 +142,65 @@ void DiagPairs::finish_row(std::int64_t i, std::int64_t j0, std::int64_t j1, dou
     // identical rows give exactly 0.
     // (& rather than &&: no branch, so the loop vectorizes.)
     const bool keep = (0.5 * bound <= tolerance * (std::abs(kl) + 1)) & (0.5 * bound <= 1e-2 * kl);
-    row[j] = keep ? kl : kRescore;
+    at[j] = keep ? kl : kRescore;
   }
-  for (std::int64_t j = j0; j < j1; ++j) {
-    if (std::isnan(row[j])) row[j] = exact(i, j);
+  for (std::int64_t j = 0; j < cols; ++j) {
+    if (std::isnan(at[j])) at[j] = exact(i, j0 + j);
   }
-  if (self_ && i >= j0 && i < j1) row[i] = 0;
+  if (self_ && i >= j0 && i < j1) at[i - j0] = 0;
 }
 
-void DiagPairs::block(std::int64_t lo, std::int64_t hi, double* out, int threads) const {
+template <class U, class Buffer>
+void DiagPairs::rows_in_passes(std::int64_t lo, std::int64_t hi, U* out, int threads,
+                               std::int64_t pass_bytes, Buffer&& buffer) const {
   const std::int64_t rows = hi - lo, m = m_, d = d_;
   // Split rows over the workers; with fewer rows than workers, split columns instead, in whole
   // panels of the packed q.
   const std::int64_t panel = diag_panel_columns(kernel_.tile.nr);
   const bool by_rows = rows >= threads;
-  parallel_for(
-      by_rows ? rows : (m + panel - 1) / panel, threads, [&](int, std::int64_t a, std::int64_t b) {
-        const std::int64_t i0 = by_rows ? lo + a : lo, i1 = by_rows ? lo + b : hi;
-        const std::int64_t j0 = by_rows ? 0 : a * panel;
-        const std::int64_t j1 = by_rows ? m : std::min(m, b * panel);
-        // Kernel and finish in passes of rows small enough that the finish reads Q
-        // from cache.
-        const std::int64_t pass =
-            std::max<std::int64_t>(1, kDiagPassBytes / (8 * std::max<std::int64_t>(j1 - j0, 1)));
-        for (std::int64_t r0 = i0; r0 < i1; r0 += pass) {
-          const std::int64_t r1 = std::min(i1, r0 + pass);
-          diag_quadratic_loops_packed(kernel_, mu_.data() + r0 * d, v_.data() + r0 * d, r1 - r0,
-                                      q_packed_.data(), m, j0, j1, d, out + (r0 - lo) * m + j0, m);
-          for (std::int64_t i = r0; i < r1; ++i)
-            finish_row(i, j0, j1, out + (i - lo) * m);
-        }
-      });
+  parallel_for(by_rows ? rows : (m + panel - 1) / panel, threads,
+               [&](int w, std::int64_t a, std::int64_t b) {
+                 const std::int64_t i0 = by_rows ? lo + a : lo, i1 = by_rows ? lo + b : hi;
+                 const std::int64_t j0 = by_rows ? 0 : a * panel;
+                 const std::int64_t j1 = by_rows ? m : std::min(m, b * panel);
+                 const std::int64_t cols = std::max<std::int64_t>(j1 - j0, 1);
+                 const std::int64_t pass = std::max<std::int64_t>(1, pass_bytes / (8 * cols));
+                 for (std::int64_t r0 = i0; r0 < i1; r0 += pass) {
+                   const std::int64_t r1 = std::min(i1, r0 + pass);
+                   U* target = out + (r0 - lo) * m + j0;
+                   // The kernel's Q and the finished KL: in place for double results, else in
+                   // the worker's buffer (rows of `cols`), then converted.
+                   double* q = nullptr;
+                   std::int64_t ldq = m;
+                   if constexpr (std::is_same_v<U, double>) {
+                     q = target;
+                   } else {
+                     q = buffer(w);
+                     ldq = cols;
+                   }
+                   diag_quadratic_loops_packed(kernel_, mu_.data() + r0 * d, v_.data() + r0 * d,
+                                               r1 - r0, q_packed_.data(), m, j0, j1, d, q, ldq);
+                   for (std::int64_t i = r0; i < r1; ++i) {
+                     double* row = q + (i - r0) * ldq;  // entry j0 of row i
+                     finish_row(i, j0, j1, row);
+                     if constexpr (!std::is_same_v<U, double>) {
+                       std::transform(row, row + (j1 - j0), target + (i - r0) * m,
+                                      [](double x) { return static_cast<U>(x); });
+                     }
+                   }
+                 }
+               });
+}
+
+void DiagPairs::block(std::int64_t lo, std::int64_t hi, double* out, int threads) const {
+  rows_in_passes(lo, hi, out, threads, kDiagPassBytes, [](int) { return nullptr; });
+}
+
+void DiagPairs::block(std::int64_t lo, std::int64_t hi, float* out, int threads) const {
+  const std::int64_t per_worker = float_buffer_values(m_);
+  std::vector<double> buffers(static_cast<std::size_t>(threads * per_worker));
+  rows_in_passes(lo, hi, out, threads, kDiagFloatPassBytes,
+                 [&](int w) { return buffers.data() + w * per_worker; });
 }
 
 template DiagPairs::DiagPairs(const DiagGaussians<float>&, const DiagGaussians<float>*, double,

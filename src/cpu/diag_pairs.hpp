@@ -8,9 +8,11 @@
 // numbers), the entry is recomputed by the exact per-dimension form of kl_pair.hpp.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
+#include "cpu/tunables.hpp"
 #include "cpu/ukr_diag.hpp"
 #include "gausskl/types.hpp"
 
@@ -25,19 +27,37 @@ class DiagPairs {
   // Bytes a DiagPairs of these sizes keeps, plus block()'s packing buffers on `threads` threads.
   static std::int64_t footprint(std::int64_t n, std::int64_t m, std::int64_t d, bool self,
                                 int threads);
+  // What block(..., float*, threads) allocates besides, for m columns: a buffer per worker of
+  // kDiagFloatPassBytes, or of one row if that is longer (a pass is at least one row).
+  static std::int64_t float_buffer_values(std::int64_t m) {
+    return std::max(kDiagFloatPassBytes / 8, m);
+  }
+  static std::int64_t float_block_bytes(std::int64_t m, int threads) {
+    return 8 * threads * float_buffer_values(m);
+  }
 
   std::int64_t rows() const { return n_; }
   std::int64_t cols() const { return m_; }
 
-  // out[(i - lo) * cols() + j] = KL(p_i || q_j) for lo <= i < hi, on `threads` threads.
+  // out[(i - lo) * cols() + j] = KL(p_i || q_j) for lo <= i < hi, on `threads` threads. In
+  // float, through per-worker buffers of kDiagFloatPassBytes (allocated here: std::bad_alloc).
   void block(std::int64_t lo, std::int64_t hi, double* out, int threads) const;
+  void block(std::int64_t lo, std::int64_t hi, float* out, int threads) const;
 
   // KL(p_i || q_j) by the exact per-dimension form (0 at j == i when q = p).
   double exact(std::int64_t i, std::int64_t j) const;
 
  private:
-  // Finishes row i of a block: the O(1) terms, the bound, and recomputation where needed.
-  void finish_row(std::int64_t i, std::int64_t j0, std::int64_t j1, double* row) const;
+  // Finishes entries j0 <= j < j1 of row i, at[j - j0] (Q in, KL out): the O(1) terms, the
+  // bound, and recomputation where needed.
+  void finish_row(std::int64_t i, std::int64_t j0, std::int64_t j1, double* at) const;
+
+  // Rows [lo, hi) into out (row i at out + (i - lo) * m): kernel then finish, in passes of rows
+  // whose doubles take about pass_bytes, each worker's through `buffer(worker)` (or in place
+  // in out when it is double).
+  template <class U, class Buffer>
+  void rows_in_passes(std::int64_t lo, std::int64_t hi, U* out, int threads,
+                      std::int64_t pass_bytes, Buffer&& buffer) const;
 
   std::int64_t n_, m_, d_;
   bool self_;

@@ -64,6 +64,11 @@ inline constexpr std::int64_t kDiagMC = 64;
 // loop nest before q was packed once: 266-291), so one pass per worker stays.
 inline constexpr std::int64_t kDiagPassBytes = std::int64_t{1} << 26;
 
+// Results in float: each worker's passes go through a buffer of doubles of about this many bytes
+// (cache-resident), and only the floats reach the output, so the [rows, M] block of doubles is
+// never allocated. 1 MiB: within the flat range above.
+inline constexpr std::int64_t kDiagFloatPassBytes = std::int64_t{1} << 20;
+
 // ---- full_gemm (full_gemm.hpp): the GEMM of full-covariance all-pairs KL ----
 
 // Depth of a block of k summed in the 8 lanes before its sum is added to the entry: the error
