@@ -43,8 +43,6 @@ DiagPairs::DiagPairs(const DiagGaussians<T>& p, const DiagGaussians<T>* q, doubl
       kernel_bound_(diag_quadratic_error_bound<double>(p.mean.shape[1])),
       kernel_(diag_kernel<double>()) {
   const std::int64_t d = d_;
-  // q's precisions are needed only to pack q once for the kernel (q_packed_), then freed.
-  std::vector<double> lam;
   auto unpack = [&](const DiagGaussians<T>& g, std::int64_t rows, bool as_p, bool as_q) {
     std::vector<double>& mean = as_p ? mu_ : nu_;
     std::vector<double>& log_b = as_p ? log_b_p_ : log_b_q_;
@@ -55,7 +53,7 @@ DiagPairs::DiagPairs(const DiagGaussians<T>& p, const DiagGaussians<T>* q, doubl
     sum.resize(static_cast<std::size_t>(rows));
     abs_sum.resize(sum.size());
     if (as_p) v_.resize(mean.size());
-    if (as_q) lam.resize(mean.size()), inv_b_.resize(mean.size());
+    if (as_q) inv_b_.resize(mean.size());
     parallel_for(rows, threads, [&](int, std::int64_t lo, std::int64_t hi) {
       for (std::int64_t i = lo; i < hi; ++i) {
         CompensatedSum s;
@@ -67,7 +65,7 @@ DiagPairs::DiagPairs(const DiagGaussians<T>& p, const DiagGaussians<T>* q, doubl
           mean[k] = g.mean(i, h);
           log_b[k] = lb;
           if (as_p) v_[k] = b * b;
-          if (as_q) lam[k] = inv_b * inv_b, inv_b_[k] = inv_b;
+          if (as_q) inv_b_[k] = inv_b;
           s.add(2 * lb);
           a += std::abs(2 * lb);
         }
@@ -81,11 +79,20 @@ DiagPairs::DiagPairs(const DiagGaussians<T>& p, const DiagGaussians<T>* q, doubl
   const std::int64_t nr = kernel_.tile.nr;
   q_packed_.resize(static_cast<std::size_t>(diag_packed_q_size(m_, d, nr)));
   const double* nu = (self_ ? mu_ : nu_).data();
+  // q's precisions, 1 / sigma^2, exist only panel by panel, in each worker's buffer.
   const std::int64_t panel = diag_panel_columns(nr);
-  parallel_for((m_ + panel - 1) / panel, threads, [&](int, std::int64_t a, std::int64_t b) {
-    const std::int64_t j0 = a * panel, j1 = std::min(m_, b * panel);
-    pack_diag_q_panels(nu + j0 * d, lam.data() + j0 * d, j1 - j0, d, nr,
-                       q_packed_.data() + diag_packed_q_offset(m_, d, nr, j0, 0));
+  const int workers = static_cast<int>(std::max<std::int64_t>(threads, 1));
+  std::vector<double> lam(static_cast<std::size_t>(workers * panel * d));
+  parallel_for((m_ + panel - 1) / panel, workers, [&](int w, std::int64_t a, std::int64_t b) {
+    double* lam_w = lam.data() + w * panel * d;
+    for (std::int64_t j0 = a * panel; j0 < std::min(m_, b * panel); j0 += panel) {
+      const std::int64_t cols = std::min(panel, m_ - j0);
+      const double* inv_b = inv_b_.data() + j0 * d;
+      for (std::int64_t k = 0; k < cols * d; ++k)
+        lam_w[k] = inv_b[k] * inv_b[k];
+      pack_diag_q_panels(nu + j0 * d, lam_w, cols, d, nr,
+                         q_packed_.data() + diag_packed_q_offset(m_, d, nr, j0, 0));
+    }
   });
 }
 
@@ -93,13 +100,15 @@ std::int64_t DiagPairs::footprint(std::int64_t n, std::int64_t m, std::int64_t d
                                   int threads) {
   // Per row of p: mean, variance, log sigma (and, when q = p, 1 / sigma) and the two sums; per
   // row of q: mean, 1 / sigma, log sigma and the two sums; q packed for the kernel; and, while
-  // constructing, q's precisions.
+  // constructing, a panel of q's precisions per worker.
   const std::int64_t p_doubles = sat_add(sat_mul(n, sat_mul(self ? 4 : 3, d)), 2 * n);
   const std::int64_t q_doubles = self ? 0 : sat_add(sat_mul(m, sat_mul(3, d)), 2 * m);
   const std::int64_t packed = diag_packed_q_size(m, d, diag_kernel<double>().tile.nr);
   const std::int64_t doubles =
-      sat_add(sat_add(p_doubles, q_doubles), sat_add(packed, sat_mul(m, d)));
-  return sat_add(sat_mul(8, doubles), sat_mul(threads, diag_quadratic_buffer_bytes<double>()));
+      sat_add(sat_add(p_doubles, q_doubles),
+              sat_add(packed, sat_mul(sat_mul(std::max(threads, 1), d),
+                                      diag_panel_columns(diag_kernel<double>().tile.nr))));
+  return sat_add(sat_mul(8, doubles), sat_mul(threads, diag_quadratic_p_block_bytes<double>()));
 }
 
 double DiagPairs::exact(std::int64_t i, std::int64_t j) const {

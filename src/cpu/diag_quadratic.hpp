@@ -22,9 +22,9 @@ namespace gausskl::cpu {
 //
 // An entry's value depends only on its own two rows and on the SIMD target: calling on any
 // split of the rows or columns gives bitwise the same Q (thread-count independence).
-// Never throws; never allocates except a thread_local packing buffer of fixed size
-// (diag_quadratic_buffer_bytes<T>(): 640 KiB for float, 1280 KiB for double), allocated on the
-// first call in each thread (the process terminates if that allocation fails).
+// Never throws; never allocates except two thread_local packing buffers of fixed size (a q panel
+// and a p block, diag_quadratic_buffer_bytes<T>() together: 640 KiB for float, 1280 KiB for
+// double), allocated on the first call in each thread (the process terminates if that fails).
 // Safe to call from several threads at once. Single-threaded: the caller splits rows over threads.
 template <class T>
 void diag_quadratic(const T* mu, const T* v, std::int64_t m, const T* nu, const T* lam,
@@ -34,6 +34,12 @@ void diag_quadratic(const T* mu, const T* v, std::int64_t m, const T* nu, const 
 template <class T>
 constexpr std::int64_t diag_quadratic_buffer_bytes() noexcept {
   return static_cast<std::int64_t>(sizeof(T)) * 2 * kDiagKC * (kDiagNC + kDiagMC);
+}
+
+// Of which the p block, all that a thread running only diag_quadratic_loops_packed allocates.
+template <class T>
+constexpr std::int64_t diag_quadratic_p_block_bytes() noexcept {
+  return static_cast<std::int64_t>(sizeof(T)) * 2 * kDiagKC * kDiagMC;
 }
 
 // The SIMD target the dispatcher picked: "AVX3", "AVX2", "SSE4", "SSSE3" or "SCALAR".

@@ -18,20 +18,24 @@ constexpr std::int64_t kPanelValues = 2 * kDiagKC * kDiagNC;
 constexpr std::int64_t kBlockValues = 2 * kDiagKC * kDiagMC;
 static_assert(diag_quadratic_buffer_bytes<double>() ==
               sizeof(double) * (kPanelValues + kBlockValues));
+static_assert(diag_quadratic_p_block_bytes<double>() == sizeof(double) * kBlockValues);
 
-// The q panel followed by the p block. One per thread, allocated on its first use, so that
+// A packing buffer of `values` T, one per thread and Tag, allocated on its first use, so that
 // concurrent calls never share it and a call never allocates; failure to allocate terminates
-// (the callers are noexcept).
-template <class T>
+// (the callers are noexcept). The q panel and the p block are separate: with q packed once
+// (diag_quadratic_loops_packed) a thread never needs the panel.
+template <class T, std::int64_t values, class Tag>
 T* packing_buffer() noexcept {
   constexpr std::align_val_t kAlign{64};
   struct Free {
     void operator()(T* ptr) const noexcept { ::operator delete[](ptr, std::align_val_t{64}); }
   };
   thread_local const std::unique_ptr<T[], Free> buffer(
-      static_cast<T*>(::operator new[](sizeof(T) * (kPanelValues + kBlockValues), kAlign)));
+      static_cast<T*>(::operator new[](sizeof(T) * values, kAlign)));
   return buffer.get();
 }
+struct PBlockTag {};
+struct QPanelTag {};
 
 // The loop nest over packed q panels from q_panel_at(jc, pc, nc_cur, kc_cur): packed on the
 // spot (diag_quadratic_loops) or found in q packed once by pack_diag_q_panels
@@ -47,7 +51,7 @@ void loop_nest(const DiagKernel<T>& kernel, const T* mu, const T* v, std::int64_
   }
   const std::int64_t mr = kernel.tile.mr, nr = kernel.tile.nr;
   const std::int64_t nc = diag_panel_columns(nr), mc = kDiagMC / mr * mr;
-  T* const p_block = packing_buffer<T>() + kPanelValues;
+  T* const p_block = packing_buffer<T, kBlockValues, PBlockTag>();
   for (std::int64_t jc = 0; jc < n; jc += nc) {
     const std::int64_t nc_cur = std::min(nc, n - jc);
     for (std::int64_t pc = 0; pc < d; pc += kDiagKC) {
@@ -74,7 +78,7 @@ template <class T>
 void diag_quadratic_loops(const DiagKernel<T>& kernel, const T* mu, const T* v, std::int64_t m,
                           const T* nu, const T* lam, std::int64_t n, std::int64_t d, double* q,
                           std::int64_t ldq) noexcept {
-  T* const q_panel = packing_buffer<T>();
+  T* const q_panel = packing_buffer<T, kPanelValues, QPanelTag>();
   const std::int64_t nr = kernel.tile.nr;
   loop_nest(kernel, mu, v, m, n, d, q, ldq,
             [&](std::int64_t jc, std::int64_t pc, std::int64_t nc_cur, std::int64_t kc_cur) {
