@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/names.hpp"
 #include "cpu/rowwise_diag.hpp"
 #include "hwy/tests/hwy_gtest.h"
 #include "support/batches.hpp"
@@ -36,20 +37,6 @@ constexpr DiagParam kParams[] = {DiagParam::stddev, DiagParam::var, DiagParam::l
 // the reference agree closer still.
 constexpr double kBar = 1e-12;
 constexpr double kAgreement = 1e-13;
-
-std::string param_name(DiagParam param) {
-  switch (param) {
-    case DiagParam::stddev:
-      return "stddev";
-    case DiagParam::var:
-      return "var";
-    case DiagParam::logvar:
-      return "logvar";
-    case DiagParam::precision:
-      return "precision";
-  }
-  return "?";
-}
 
 template <class T>
 std::vector<double> run(RowwiseDiagFn<T> fn, const DiagGaussians<T>& p, const DiagGaussians<T>* q,
@@ -133,14 +120,14 @@ void check_all(Rng& rng, std::int64_t n, std::int64_t d, const std::string& targ
     for (const DiagParam pp : kParams) {
       const DiagBatch<T> p = test::make_diag<T>(std::get<DiagSpec>(ps), pp);
       const std::string base = test::name(data) + " N " + std::to_string(n) + " D " +
-                               std::to_string(d) + " p " + param_name(pp);
+                               std::to_string(d) + " p " + detail::param_name(pp);
       check<T>(p.view(), nullptr, false, base + " q N(0, I)", target);
       for (const DiagParam qp : kParams) {
         if (!all_pairs && qp != pp) continue;
         const DiagBatch<T> q = test::make_diag<T>(std::get<DiagSpec>(qs), qp);
         const DiagGaussians<T> qv = q.view();
-        check<T>(p.view(), &qv, data == Data::identical && pp == qp, base + " q " + param_name(qp),
-                 target);
+        check<T>(p.view(), &qv, data == Data::identical && pp == qp,
+                 base + " q " + detail::param_name(qp), target);
       }
     }
   }
@@ -165,8 +152,8 @@ void check_strided_and_broadcast(Rng& rng) {
         test::make_specs(rng, Data::adversarial, test::Family::diag, test::Family::diag, 5, 5, d);
     for (const DiagParam pp : kParams)
       for (const DiagParam qp : kParams) {
-        const std::string label =
-            "D " + std::to_string(d) + " p " + param_name(pp) + " q " + param_name(qp);
+        const std::string label = "D " + std::to_string(d) + " p " + detail::param_name(pp) +
+                                  " q " + detail::param_name(qp);
         const DiagBatch<T> p = test::make_diag<T>(std::get<DiagSpec>(ps), pp);
         const DiagBatch<T> q = test::make_diag<T>(std::get<DiagSpec>(qs), qp);
         std::vector<T> s[4];
@@ -253,7 +240,7 @@ TEST_P(RowwiseDiag, ExtremeScales) {
       const std::vector<double> sp = emit(vp), sq = emit(std::vector<double>(d, vq));
       const DiagBatch<double> p{1, d, param, mean_p, sp}, q{1, d, param, mean_q, sq};
       const DiagGaussians<double> qv = q.view();
-      const std::string label = "var_q " + std::to_string(vq) + " " + param_name(param);
+      const std::string label = "var_q " + std::to_string(vq) + " " + detail::param_name(param);
       const std::vector<long double> ref =
           test::reference_kl(Gaussians<double>(p.view()), Gaussians<double>(qv));
       if (!std::isfinite(static_cast<double>(ref[0]))) {
