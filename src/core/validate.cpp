@@ -310,7 +310,8 @@ void validate_full(const char* op, const std::string& side, const FullGaussians<
 }
 
 template <class T>
-void validate_low_rank(const char* op, const std::string& side, const LowRankGaussians<T>& g) {
+void validate_low_rank(const char* op, const std::string& side, const LowRankGaussians<T>& g,
+                       int threads) {
   const std::int64_t n = g.mean.shape[0], d = g.mean.shape[1];
   const std::int64_t r = g.cov_factor.shape[2];
   check_shape(op, side + ".cov_factor", g.cov_factor, {n, d, r});
@@ -318,7 +319,16 @@ void validate_low_rank(const char* op, const std::string& side, const LowRankGau
   checked_mul(op, checked_mul(op, n, d, "N * D * R"), r, "N * D * R");
   const std::string diag_name = side + ".cov_diag";
   const Accepted ok = accepted(DiagParam::var);
-  for (std::int64_t i = 0; i < n; ++i) {
+  // Distributions checked without messages first, as for the other families.
+  const auto [lo, hi] = bounds_in<T>(ok.lo, ok.hi);
+  const std::int64_t first = first_invalid(n, threads, [&](std::int64_t i) {
+    if (!all_within(&g.cov_diag(i, 0), d, g.cov_diag.strides[1], lo, hi)) return false;
+    for (std::int64_t h = 0; h < d && r > 0; ++h) {
+      if (count_nonfinite(&g.cov_factor(i, h, 0), r, g.cov_factor.strides[2]) != 0) return false;
+    }
+    return true;
+  });
+  for (std::int64_t i = first; i < n; ++i) {
     for (std::int64_t h = 0; h < d; ++h) {
       for (std::int64_t k = 0; k < r; ++k) {
         const T x = g.cov_factor(i, h, k);
@@ -346,7 +356,8 @@ void validate(const char* op, const char* side_c, const Gaussians<T>& g, int thr
         using F = std::decay_t<decltype(family)>;
         if constexpr (std::is_same_v<F, DiagGaussians<T>>) validate_diag(op, side, family, threads);
         if constexpr (std::is_same_v<F, FullGaussians<T>>) validate_full(op, side, family, threads);
-        if constexpr (std::is_same_v<F, LowRankGaussians<T>>) validate_low_rank(op, side, family);
+        if constexpr (std::is_same_v<F, LowRankGaussians<T>>)
+          validate_low_rank(op, side, family, threads);
       },
       g.variant());
 }
