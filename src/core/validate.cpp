@@ -217,35 +217,19 @@ bool tril_diagonal_ok(T diag) {
 }
 
 // True if every value of distribution i is finite and, for scale_tril, the part above the
-// diagonal is 0: branch-free integer reductions over the bits (an exponent of all ones is inf or
-// NaN, as isfinite says; a value is 0 when its bits but the sign are) that the compiler
-// vectorizes, about 5x faster than the element-wise checks.
+// diagonal is 0 (within [0, 0]), by the vectorized row checks above: about 5x faster than the
+// element-wise checks.
 template <class T>
 bool full_looks_valid(const View<T, 3>& s, std::int64_t i, bool lower) {
-  using Bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
-  constexpr Bits kExponent =
-      static_cast<Bits>(sizeof(T) == 4 ? 0x7f800000ull : 0x7ff0000000000000ull);
-  constexpr Bits kMagnitude = static_cast<Bits>(~Bits{0} >> 1);
-  const std::int64_t d = s.shape[1];
-  Bits nonfinite = 0, above = 0;
+  const std::int64_t d = s.shape[1], stride = s.strides[2];
   for (std::int64_t r = 0; r < d; ++r) {
     const T* row = &s(i, r, 0);
-    if (s.strides[2] == 1) {
-      for (std::int64_t c = 0; c < d; ++c)
-        nonfinite += (std::bit_cast<Bits>(row[c]) & kExponent) == kExponent;
-      if (lower) {
-        for (std::int64_t c = r + 1; c < d; ++c)
-          above |= std::bit_cast<Bits>(row[c]) & kMagnitude;
-      }
-    } else {
-      for (std::int64_t c = 0; c < d; ++c) {
-        const Bits x = std::bit_cast<Bits>(s(i, r, c));
-        nonfinite += (x & kExponent) == kExponent;
-        if (lower && c > r) above |= x & kMagnitude;
-      }
+    if (count_nonfinite(row, d, stride) != 0) return false;
+    if (lower && r + 1 < d && !all_within(row + (r + 1) * stride, d - r - 1, stride, T(0), T(0))) {
+      return false;
     }
   }
-  return nonfinite == 0 && above == 0;
+  return true;
 }
 
 // Whether distribution i passes every rule of check_full, without saying which one fails.
