@@ -110,6 +110,14 @@ struct Options {
   // is allocated. 0: no limit, and blocks of 128 MiB. The caller's inputs and outputs are not
   // counted.
   std::int64_t memory_budget = 0;
+  // pairwise_kl and knn_kl: the error each result may have, as |KL - exact KL| / (|exact KL| + 1)
+  // before rounding to the output type. Every entry gets a deterministic error bound, and those
+  // whose bound exceeds this are recomputed in the exact per-dimension form, so this is a
+  // guarantee, not an estimate. 0: the default, 1e-7 for float inputs and 1e-13 for double (ten
+  // times below the accuracy promised for them, 1e-6 and 1e-12). At most 1e-3. A larger
+  // tolerance lets float diagonal inputs use a float kernel (about twice the speed) from
+  // about 1e-5 up (diag_float_kernel_tolerance in src/cpu/tunables.hpp).
+  double tolerance = 0;
   // Called on the calling thread after each block of rows: (rows done, rows in all).
   std::function<void(std::int64_t done, std::int64_t total)> progress = nullptr;
   // > 0: a covariance or precision matrix that is not positive definite is factored again with

@@ -25,12 +25,19 @@ namespace {
 using detail::fail;
 using detail::show;
 
+// The largest options.tolerance: beyond 0.1% a result is not a KL one should rank by.
+constexpr double kMaxTolerance = 1e-3;
+
 void check_options(const char* op, const Options& options) {
   if (options.threads < 0) {
     fail(op, "options.threads must be >= 0 (0 = all cores), found " + show(options.threads));
   }
   if (!(options.jitter >= 0 && std::isfinite(options.jitter))) {
     fail(op, "options.jitter must be finite and >= 0, found " + show(options.jitter));
+  }
+  if (!(options.tolerance >= 0 && options.tolerance <= kMaxTolerance)) {
+    fail(op, "options.tolerance must be 0 (the default) or at most 1e-3, found " +
+                 show(options.tolerance));
   }
   if (options.memory_budget < 0) {
     fail(op,
@@ -132,7 +139,8 @@ std::int64_t rows_per_block(const char* op, const Gaussians<T>& p, const Gaussia
   row_bytes = std::max<std::int64_t>(row_bytes, 1);
   if (options.memory_budget == 0)
     return std::clamp<std::int64_t>(kDefaultBlockBytes / row_bytes, 1, n);
-  const std::int64_t fixed = cpu::AllPairs::footprint(p, q, threads, knn);
+  const std::int64_t fixed = cpu::AllPairs::footprint(
+      p, q, threads, cpu::AllPairs::tolerance_for<T>(options.tolerance), knn);
   const std::int64_t left = options.memory_budget - std::min(fixed, options.memory_budget);
   if (left < row_bytes) {
     detail::fail_resource(op, "the memory budget (" + detail::show_bytes(options.memory_budget) +
@@ -162,7 +170,8 @@ cpu::AllPairs plan_all_pairs(const char* op, const Gaussians<T>& p, const Gaussi
                              int threads, const Options& options) {
   std::optional<cpu::AllPairs> plan;
   cpu::Jitter jitter{options.jitter};
-  run(op, p, q, [&] { return cpu::AllPairs::prepare(p, q, threads, jitter, plan); });
+  const double tolerance = cpu::AllPairs::tolerance_for<T>(options.tolerance);
+  run(op, p, q, [&] { return cpu::AllPairs::prepare(p, q, threads, tolerance, jitter, plan); });
   report_jitter(options, jitter);
   return std::move(*plan);
 }

@@ -13,11 +13,16 @@
 
 namespace gausskl::cpu {
 
-// Entries of the diagonal and full-covariance paths left un-recomputed are within this of the
-// exact value, relative to |KL| + 1: ten times below the accuracy promised for float32 and
-// float64 inputs (1e-6 and 1e-12), so the paths never cost a digit of that promise.
+// By default, entries of the diagonal and full-covariance paths left un-recomputed are within
+// this of the exact value, relative to |KL| + 1: ten times below the accuracy promised for
+// float32 and float64 inputs (1e-6 and 1e-12), so the paths never cost a digit of that promise.
 template <class T>
-constexpr double kDiagTolerance = std::is_same_v<T, float> ? 1e-7 : 1e-13;
+constexpr double kDefaultTolerance = std::is_same_v<T, float> ? 1e-7 : 1e-13;
+
+template <class T>
+double AllPairs::tolerance_for(double requested) {
+  return requested > 0 ? requested : kDefaultTolerance<T>;
+}
 
 AllPairs::AllPairs(std::optional<PreparedBatch> q, std::optional<PreparedBatch> p,
                    std::optional<DiagPairs> diag, std::optional<FullPairs> full, std::int64_t n,
@@ -38,15 +43,15 @@ bool AllPairs::uses_full_pairs(const Gaussians<T>& p, const Gaussians<T>& q) {
 }
 
 template <class T>
-Failure AllPairs::prepare(const Gaussians<T>& p, const Gaussians<T>* q, int threads, Jitter& jitter,
-                          std::optional<AllPairs>& out) {
+Failure AllPairs::prepare(const Gaussians<T>& p, const Gaussians<T>* q, int threads,
+                          double tolerance, Jitter& jitter, std::optional<AllPairs>& out) {
   const Gaussians<T>& qq = q ? *q : p;
   const auto* p_diag = std::get_if<DiagGaussians<T>>(&p.variant());
   const auto* q_diag = std::get_if<DiagGaussians<T>>(&qq.variant());
   if (p_diag && q_diag) {
     out.emplace(AllPairs(std::nullopt, std::nullopt,
-                         DiagPairs(*p_diag, q ? q_diag : nullptr, kDiagTolerance<T>, threads),
-                         std::nullopt, p.n(), qq.n(), kDiagTolerance<T>));
+                         DiagPairs(*p_diag, q ? q_diag : nullptr, tolerance, threads), std::nullopt,
+                         p.n(), qq.n(), tolerance));
     return {};
   }
   const bool p_tri = std::holds_alternative<FullGaussians<T>>(p.variant());
@@ -63,23 +68,22 @@ Failure AllPairs::prepare(const Gaussians<T>& p, const Gaussians<T>* q, int thre
   }
   std::optional<FullPairs> full;
   if (uses_full_pairs(p, qq)) {
-    full.emplace(q_batch, qq.n(), p_batch ? &*p_batch : nullptr, p.n(), kDiagTolerance<T>, threads);
+    full.emplace(q_batch, qq.n(), p_batch ? &*p_batch : nullptr, p.n(), tolerance, threads);
   }
-  const double tolerance = full ? kDiagTolerance<T> : 0.0;
   out.emplace(AllPairs(std::move(q_batch), std::move(p_batch), std::nullopt, std::move(full), p.n(),
-                       qq.n(), tolerance));
+                       qq.n(), full ? tolerance : 0.0));
   return {};
 }
 
 template <class T>
 std::int64_t AllPairs::footprint(const Gaussians<T>& p, const Gaussians<T>* q, int threads,
-                                 bool knn) {
+                                 double tolerance, bool knn) {
   const Gaussians<T>& qq = q ? *q : p;
   const std::int64_t n = p.n(), m = qq.n();
   std::int64_t kept = 0, work = 0, scratch = 0;
   if (std::holds_alternative<DiagGaussians<T>>(p.variant()) &&
       std::holds_alternative<DiagGaussians<T>>(qq.variant())) {
-    kept = DiagPairs::footprint(n, m, p.d(), q == nullptr, threads);
+    kept = DiagPairs::footprint<T>(n, m, p.d(), q == nullptr, tolerance, threads);
     // The per-worker buffers of float results (counted whatever the result type).
     work = DiagPairs::float_block_bytes(m, threads);
   } else {
@@ -150,12 +154,14 @@ template bool AllPairs::writes_float<double>(const Gaussians<double>&, const Gau
 template bool AllPairs::uses_full_pairs<float>(const Gaussians<float>&, const Gaussians<float>&);
 template bool AllPairs::uses_full_pairs<double>(const Gaussians<double>&, const Gaussians<double>&);
 template std::int64_t AllPairs::footprint<float>(const Gaussians<float>&, const Gaussians<float>*,
-                                                 int, bool);
+                                                 int, double, bool);
 template std::int64_t AllPairs::footprint<double>(const Gaussians<double>&,
-                                                  const Gaussians<double>*, int, bool);
+                                                  const Gaussians<double>*, int, double, bool);
 template Failure AllPairs::prepare<float>(const Gaussians<float>&, const Gaussians<float>*, int,
-                                          Jitter&, std::optional<AllPairs>&);
+                                          double, Jitter&, std::optional<AllPairs>&);
 template Failure AllPairs::prepare<double>(const Gaussians<double>&, const Gaussians<double>*, int,
-                                           Jitter&, std::optional<AllPairs>&);
+                                           double, Jitter&, std::optional<AllPairs>&);
+template double AllPairs::tolerance_for<float>(double);
+template double AllPairs::tolerance_for<double>(double);
 
 }  // namespace gausskl::cpu

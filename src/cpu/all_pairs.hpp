@@ -17,16 +17,21 @@ namespace gausskl::cpu {
 
 class AllPairs {
  public:
-  // q == nullptr: q = p (one prepared copy serves both sides).
+  // The tolerance block() works to: options.tolerance, or when that is 0 ten times below the
+  // accuracy promised for T (1e-7 for float, 1e-13 for double).
   template <class T>
-  static Failure prepare(const Gaussians<T>& p, const Gaussians<T>* q, int threads, Jitter& jitter,
-                         std::optional<AllPairs>& out);
+  static double tolerance_for(double requested);
+
+  // q == nullptr: q = p (one prepared copy serves both sides). tolerance: tolerance_for's.
+  template <class T>
+  static Failure prepare(const Gaussians<T>& p, const Gaussians<T>* q, int threads,
+                         double tolerance, Jitter& jitter, std::optional<AllPairs>& out);
 
   // Bytes prepare() keeps for these inputs plus the buffers that preparing, block() and (with
   // `knn`) knn_block() allocate on `threads` threads: everything but the block of results.
   template <class T>
   static std::int64_t footprint(const Gaussians<T>& p, const Gaussians<T>* q, int threads,
-                                bool knn);
+                                double tolerance, bool knn);
 
   std::int64_t rows() const { return n_; }
   std::int64_t cols() const { return m_; }

@@ -96,8 +96,9 @@ DiagPairs::DiagPairs(const DiagGaussians<T>& p, const DiagGaussians<T>* q, doubl
   });
 }
 
+template <class T>
 std::int64_t DiagPairs::footprint(std::int64_t n, std::int64_t m, std::int64_t d, bool self,
-                                  int threads) {
+                                  double /*tolerance*/, int threads) {
   // Per row of p: mean, variance, log sigma (and, when q = p, 1 / sigma) and the two sums; per
   // row of q: mean, 1 / sigma, log sigma and the two sums; q packed for the kernel; and, while
   // constructing, a panel of q's precisions per worker.
@@ -212,6 +213,10 @@ void DiagPairs::block(std::int64_t lo, std::int64_t hi, float* out, int threads)
                  [&](int w) { return buffers.data() + w * per_worker; });
 }
 
+template std::int64_t DiagPairs::footprint<float>(std::int64_t, std::int64_t, std::int64_t, bool,
+                                                  double, int);
+template std::int64_t DiagPairs::footprint<double>(std::int64_t, std::int64_t, std::int64_t, bool,
+                                                   double, int);
 template DiagPairs::DiagPairs(const DiagGaussians<float>&, const DiagGaussians<float>*, double,
                               int);
 template DiagPairs::DiagPairs(const DiagGaussians<double>&, const DiagGaussians<double>*, double,

@@ -25,8 +25,9 @@ class DiagPairs {
   DiagPairs(const DiagGaussians<T>& p, const DiagGaussians<T>* q, double tolerance, int threads);
 
   // Bytes a DiagPairs of these sizes keeps, plus block()'s packing buffers on `threads` threads.
+  template <class T>
   static std::int64_t footprint(std::int64_t n, std::int64_t m, std::int64_t d, bool self,
-                                int threads);
+                                double tolerance, int threads);
   // What block(..., float*, threads) allocates besides, for m columns: a buffer per worker of
   // kDiagFloatPassBytes, or of one row if that is longer (a pass is at least one row).
   static std::int64_t float_buffer_values(std::int64_t m) {

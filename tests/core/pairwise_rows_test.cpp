@@ -23,7 +23,8 @@ namespace {
 template <class T>
 std::int64_t budget_for_rows(const Gaussians<T>& p, const std::type_identity_t<Gaussians<T>>* q,
                              bool knn, std::int64_t rows, std::int64_t row_bytes, int threads = 1) {
-  return cpu::AllPairs::footprint(p, q, threads, knn) + rows * row_bytes;
+  return cpu::AllPairs::footprint(p, q, threads, cpu::AllPairs::tolerance_for<T>(0), knn) +
+         rows * row_bytes;
 }
 
 TEST(PairwiseKlRows, BlocksInOrderEqualTheWholeMatrixForAnyBudget) {
