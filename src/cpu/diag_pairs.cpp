@@ -30,7 +30,27 @@ struct CompensatedSum {
   double value() const { return sum + carry; }
 };
 
+// Whether a mean and sigma keep every term of the float kernel within the range where its
+// bound holds: variances and precisions in [2^-40, 2^40] and means within 2^20 make each term
+// below 2^84 and each v lam a normal float, so nothing overflows and only terms far below the
+// +1 of the tolerance's |KL| + 1 can underflow (kernel_abs_ covers them).
+bool in_float_kernel_range(double mean, double b) {
+  return std::abs(mean) <= 0x1p20 && b >= 0x1p-20 && b <= 0x1p20;
+}
+
+// The float kernel's bound relative to Q, with the roundings of v and lam to float (each term is
+// non-negative, so each operand's relative rounding u bounds the term's), as a bound relative to
+// the computed Q: c / (1 - c).
+double float_kernel_bound(std::int64_t d) {
+  const double c = diag_quadratic_error_bound<float>(d) + 2.5 * 0x1p-24;
+  return c / (1 - c);
+}
+
 }  // namespace
+
+bool DiagPairs::float_kernel_allowed(double tolerance, std::int64_t d) {
+  return tolerance >= kDiagFloatKernelMargin * float_kernel_bound(d);
+}
 
 template <class T>
 DiagPairs::DiagPairs(const DiagGaussians<T>& p, const DiagGaussians<T>* q, double tolerance,
@@ -40,76 +60,132 @@ DiagPairs::DiagPairs(const DiagGaussians<T>& p, const DiagGaussians<T>* q, doubl
       d_(p.mean.shape[1]),
       self_(q == nullptr),
       tolerance_(tolerance),
-      kernel_bound_(diag_quadratic_error_bound<double>(p.mean.shape[1])),
-      kernel_(diag_kernel<double>()) {
-  const std::int64_t d = d_;
-  auto unpack = [&](const DiagGaussians<T>& g, std::int64_t rows, bool as_p, bool as_q) {
-    std::vector<double>& mean = as_p ? mu_ : nu_;
-    std::vector<double>& log_b = as_p ? log_b_p_ : log_b_q_;
-    std::vector<double>& sum = as_p ? s_ : t_;
-    std::vector<double>& abs_sum = as_p ? abs_s_ : abs_t_;
-    mean.resize(static_cast<std::size_t>(rows * d));
-    log_b.resize(mean.size());
-    sum.resize(static_cast<std::size_t>(rows));
-    abs_sum.resize(sum.size());
-    if (as_p) v_.resize(mean.size());
-    if (as_q) inv_b_.resize(mean.size());
-    parallel_for(rows, threads, [&](int, std::int64_t lo, std::int64_t hi) {
-      for (std::int64_t i = lo; i < hi; ++i) {
-        CompensatedSum s;
-        double a = 0;
-        for (std::int64_t h = 0; h < d; ++h) {
-          const std::size_t k = static_cast<std::size_t>(i * d + h);
-          double b = 0, inv_b = 0, lb = 0;
-          diag_terms(g.param, g.scale(i, h), &b, &inv_b, &lb);
-          mean[k] = g.mean(i, h);
-          log_b[k] = lb;
-          if (as_p) v_[k] = b * b;
-          if (as_q) inv_b_[k] = inv_b;
-          s.add(2 * lb);
-          a += std::abs(2 * lb);
+      kernel_bound_(0),
+      kernel_(diag_kernel<double>()),
+      kernel_f_(diag_kernel<float>()) {
+  if (std::is_same_v<T, float> && float_kernel_allowed(tolerance, d_)) {
+    float_kernel_ =
+        unpack(p, true, self_, true, threads) && (self_ || unpack(*q, false, true, true, threads));
+    if (!float_kernel_) {  // a value out of the float kernel's range: the double kernel
+      std::vector<float>().swap(mu_f_);
+      std::vector<float>().swap(v_f_);
+    }
+  }
+  if (!float_kernel_) {
+    unpack(p, true, self_, false, threads);
+    if (!self_) unpack(*q, false, true, false, threads);
+  }
+  if (float_kernel_) {
+    kernel_bound_ = float_kernel_bound(d_);
+    kernel_abs_ = static_cast<double>(d_) * 0x1p-140;
+    pack_q(q_packed_f_, kernel_f_.tile.nr, threads);
+  } else {
+    kernel_bound_ = diag_quadratic_error_bound<double>(d_);
+    pack_q(q_packed_, kernel_.tile.nr, threads);
+  }
+}
+
+template <class T>
+bool DiagPairs::unpack(const DiagGaussians<T>& g, bool as_p, bool as_q, bool in_float,
+                       int threads) {
+  const std::int64_t d = d_, rows = g.mean.shape[0];
+  std::vector<double>& mean = as_p ? mu_ : nu_;
+  std::vector<double>& log_b = as_p ? log_b_p_ : log_b_q_;
+  std::vector<double>& sum = as_p ? s_ : t_;
+  std::vector<double>& abs_sum = as_p ? abs_s_ : abs_t_;
+  const std::size_t values = static_cast<std::size_t>(rows * d);
+  mean.resize(values);
+  log_b.resize(values);
+  sum.resize(static_cast<std::size_t>(rows));
+  abs_sum.resize(sum.size());
+  if (as_p && in_float) {
+    mu_f_.resize(values);
+    v_f_.resize(values);
+  } else if (as_p) {
+    v_.resize(values);
+  }
+  if (as_q) inv_b_.resize(values);
+  const int workers = std::max(threads, 1);
+  std::vector<char> in_range(static_cast<std::size_t>(workers), 1);
+  parallel_for(rows, workers, [&](int w, std::int64_t lo, std::int64_t hi) {
+    bool fits = true;
+    for (std::int64_t i = lo; i < hi; ++i) {
+      CompensatedSum s;
+      double a = 0;
+      for (std::int64_t h = 0; h < d; ++h) {
+        const std::size_t k = static_cast<std::size_t>(i * d + h);
+        double b = 0, inv_b = 0, lb = 0;
+        diag_terms(g.param, g.scale(i, h), &b, &inv_b, &lb);
+        const double mu = g.mean(i, h);
+        mean[k] = mu;
+        log_b[k] = lb;
+        if (as_p && in_float) {
+          mu_f_[k] = static_cast<float>(mu);
+          v_f_[k] = static_cast<float>(b * b);
+        } else if (as_p) {
+          v_[k] = b * b;
         }
-        sum[static_cast<std::size_t>(i)] = s.value();
-        abs_sum[static_cast<std::size_t>(i)] = a;
+        if (as_q) inv_b_[k] = inv_b;
+        if (in_float) fits &= in_float_kernel_range(mu, b);
+        s.add(2 * lb);
+        a += std::abs(2 * lb);
       }
-    });
-  };
-  unpack(p, n_, true, self_);
-  if (!self_) unpack(*q, m_, false, true);
-  const std::int64_t nr = kernel_.tile.nr;
-  q_packed_.resize(static_cast<std::size_t>(diag_packed_q_size(m_, d, nr)));
+      sum[static_cast<std::size_t>(i)] = s.value();
+      abs_sum[static_cast<std::size_t>(i)] = a;
+    }
+    if (!fits) in_range[static_cast<std::size_t>(w)] = 0;
+  });
+  return std::all_of(in_range.begin(), in_range.end(), [](char c) { return c != 0; });
+}
+
+template <class U>
+void DiagPairs::pack_q(std::vector<U>& packed, std::int64_t nr, int threads) const {
+  const std::int64_t d = d_, m = m_;
+  packed.resize(static_cast<std::size_t>(diag_packed_q_size(m, d, nr)));
   const double* nu = (self_ ? mu_ : nu_).data();
-  // q's precisions, 1 / sigma^2, exist only panel by panel, in each worker's buffer.
+  // q's means and precisions (1 / sigma^2) in U exist only panel by panel, in each worker's
+  // buffer.
   const std::int64_t panel = diag_panel_columns(nr);
-  const int workers = static_cast<int>(std::max<std::int64_t>(threads, 1));
-  std::vector<double> lam(static_cast<std::size_t>(workers * panel * d));
-  parallel_for((m_ + panel - 1) / panel, workers, [&](int w, std::int64_t a, std::int64_t b) {
-    double* lam_w = lam.data() + w * panel * d;
-    for (std::int64_t j0 = a * panel; j0 < std::min(m_, b * panel); j0 += panel) {
-      const std::int64_t cols = std::min(panel, m_ - j0);
+  const int workers = std::max(threads, 1);
+  std::vector<U> buffers(static_cast<std::size_t>(workers * 2 * panel * d));
+  parallel_for((m + panel - 1) / panel, workers, [&](int w, std::int64_t a, std::int64_t b) {
+    U* nu_w = buffers.data() + w * 2 * panel * d;
+    U* lam_w = nu_w + panel * d;
+    for (std::int64_t j0 = a * panel; j0 < std::min(m, b * panel); j0 += panel) {
+      const std::int64_t cols = std::min(panel, m - j0);
       const double* inv_b = inv_b_.data() + j0 * d;
-      for (std::int64_t k = 0; k < cols * d; ++k)
-        lam_w[k] = inv_b[k] * inv_b[k];
-      pack_diag_q_panels(nu + j0 * d, lam_w, cols, d, nr,
-                         q_packed_.data() + diag_packed_q_offset(m_, d, nr, j0, 0));
+      for (std::int64_t k = 0; k < cols * d; ++k) {
+        nu_w[k] = static_cast<U>(nu[j0 * d + k]);
+        lam_w[k] = static_cast<U>(inv_b[k] * inv_b[k]);
+      }
+      pack_diag_q_panels(nu_w, lam_w, cols, d, nr,
+                         packed.data() + diag_packed_q_offset(m, d, nr, j0, 0));
     }
   });
 }
 
 template <class T>
 std::int64_t DiagPairs::footprint(std::int64_t n, std::int64_t m, std::int64_t d, bool self,
-                                  double /*tolerance*/, int threads) {
-  // Per row of p: mean, variance, log sigma (and, when q = p, 1 / sigma) and the two sums; per
-  // row of q: mean, 1 / sigma, log sigma and the two sums; q packed for the kernel; and, while
-  // constructing, a panel of q's precisions per worker.
-  const std::int64_t p_doubles = sat_add(sat_mul(n, sat_mul(self ? 4 : 3, d)), 2 * n);
-  const std::int64_t q_doubles = self ? 0 : sat_add(sat_mul(m, sat_mul(3, d)), 2 * m);
-  const std::int64_t packed = diag_packed_q_size(m, d, diag_kernel<double>().tile.nr);
-  const std::int64_t doubles =
-      sat_add(sat_add(p_doubles, q_doubles),
-              sat_add(packed, sat_mul(sat_mul(std::max(threads, 1), d),
-                                      diag_panel_columns(diag_kernel<double>().tile.nr))));
-  return sat_add(sat_mul(8, doubles), sat_mul(threads, diag_quadratic_p_block_bytes<double>()));
+                                  double tolerance, int threads) {
+  // Per row of p: mean, log sigma (and, when q = p, 1 / sigma) and the two sums, plus the
+  // kernel's variance (and, in float, mean); per row of q: mean, 1 / sigma, log sigma and the
+  // two sums; q packed for the kernel; and, while constructing, a panel of q's means and
+  // precisions per worker. The float kernel's arrays are released before the double kernel's
+  // are made, so the larger of the two layouts bounds both.
+  const std::int64_t workers = std::max(threads, 1);
+  const std::int64_t shared =
+      sat_mul(8, sat_add(sat_add(sat_mul(n, sat_mul(self ? 3 : 2, d)), 2 * n),
+                         self ? 0 : sat_add(sat_mul(m, sat_mul(3, d)), 2 * m)));
+  auto layout = [&](std::int64_t bytes, std::int64_t nr, std::int64_t p_values) {
+    const std::int64_t packed = diag_packed_q_size(m, d, nr);
+    const std::int64_t panels = sat_mul(sat_mul(workers, 2 * d), diag_panel_columns(nr));
+    return sat_add(sat_mul(bytes, sat_add(sat_mul(n, sat_mul(p_values, d)), packed)),
+                   sat_mul(bytes, panels));
+  };
+  std::int64_t own = layout(8, diag_kernel<double>().tile.nr, 1);
+  if (std::is_same_v<T, float> && float_kernel_allowed(tolerance, d))
+    own = std::max(own, layout(4, diag_kernel<float>().tile.nr, 2));
+  return sat_add(sat_add(shared, own), sat_mul(threads, diag_quadratic_p_block_bytes<double>()));
 }
 
 double DiagPairs::exact(std::int64_t i, std::int64_t j) const {
@@ -133,7 +209,7 @@ void DiagPairs::finish_row(std::int64_t i, std::int64_t j0, std::int64_t j1, dou
   const double* t = (self_ ? s_ : t_).data() + j0;
   const double* abs_t = (self_ ? abs_s_ : abs_t_).data() + j0;
   const std::int64_t cols = j1 - j0;
-  const double tolerance = tolerance_, kernel_bound = kernel_bound_;
+  const double tolerance = tolerance_, kernel_bound = kernel_bound_, kernel_abs = kernel_abs_;
   constexpr double kRescore = std::numeric_limits<double>::quiet_NaN();
   // Two passes so that the first, over every entry, has no call (and no count: GCC 12 then
   // gives up) in it and vectorizes: it keeps the entries its bound certifies and marks the
@@ -144,8 +220,9 @@ void DiagPairs::finish_row(std::int64_t i, std::int64_t j0, std::int64_t j1, dou
     const double tj = t[j];
     const double two_kl = (q - d) - s + tj;
     // The kernel's bound on Q, three roundings of the subtraction, and the compensated sums.
-    const double bound = kernel_bound * q + kUnit * (3 * (q + d + std::abs(s) + std::abs(tj)) +
-                                                     2 * (abs_s + abs_t[j]));
+    const double bound =
+        kernel_bound * q + kernel_abs +
+        kUnit * (3 * (q + d + std::abs(s) + std::abs(tj)) + 2 * (abs_s + abs_t[j]));
     const double kl = 0.5 * two_kl;
     // Kept if within tolerance and if the bound is a small part of the value itself: a KL near
     // 0 (duplicates, near-duplicates) is recomputed, so it keeps its relative accuracy and
@@ -166,7 +243,8 @@ void DiagPairs::rows_in_passes(std::int64_t lo, std::int64_t hi, U* out, int thr
   const std::int64_t rows = hi - lo, m = m_, d = d_;
   // Split rows over the workers; with fewer rows than workers, split columns instead, in whole
   // panels of the packed q.
-  const std::int64_t panel = diag_panel_columns(kernel_.tile.nr);
+  const std::int64_t panel =
+      diag_panel_columns(float_kernel_ ? kernel_f_.tile.nr : kernel_.tile.nr);
   const bool by_rows = rows >= threads;
   parallel_for(by_rows ? rows : (m + panel - 1) / panel, threads,
                [&](int w, std::int64_t a, std::int64_t b) {
@@ -188,8 +266,14 @@ void DiagPairs::rows_in_passes(std::int64_t lo, std::int64_t hi, U* out, int thr
                      q = buffer(w);
                      ldq = cols;
                    }
-                   diag_quadratic_loops_packed(kernel_, mu_.data() + r0 * d, v_.data() + r0 * d,
-                                               r1 - r0, q_packed_.data(), m, j0, j1, d, q, ldq);
+                   if (float_kernel_) {
+                     diag_quadratic_loops_packed(kernel_f_, mu_f_.data() + r0 * d,
+                                                 v_f_.data() + r0 * d, r1 - r0, q_packed_f_.data(),
+                                                 m, j0, j1, d, q, ldq);
+                   } else {
+                     diag_quadratic_loops_packed(kernel_, mu_.data() + r0 * d, v_.data() + r0 * d,
+                                                 r1 - r0, q_packed_.data(), m, j0, j1, d, q, ldq);
+                   }
                    for (std::int64_t i = r0; i < r1; ++i) {
                      double* row = q + (i - r0) * ldq;  // entry j0 of row i
                      finish_row(i, j0, j1, row);
@@ -217,6 +301,8 @@ template std::int64_t DiagPairs::footprint<float>(std::int64_t, std::int64_t, st
                                                   double, int);
 template std::int64_t DiagPairs::footprint<double>(std::int64_t, std::int64_t, std::int64_t, bool,
                                                    double, int);
+template bool DiagPairs::unpack(const DiagGaussians<float>&, bool, bool, bool, int);
+template bool DiagPairs::unpack(const DiagGaussians<double>&, bool, bool, bool, int);
 template DiagPairs::DiagPairs(const DiagGaussians<float>&, const DiagGaussians<float>*, double,
                               int);
 template DiagPairs::DiagPairs(const DiagGaussians<double>&, const DiagGaussians<double>*, double,

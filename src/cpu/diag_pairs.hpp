@@ -1,7 +1,8 @@
 // The all-pairs plan when both sides are diagonal: the hot path of pairwise and knn.
 //
 // 2 KL(p_i || q_j) = Q_ij - D - S_i + T_j with Q_ij = sum_h ((mu_ih - nu_jh)^2 + v_ih) lam_jh
-// from the SIMD kernel (diag_quadratic.hpp, computed in double), S_i = sum_h log v_ih and
+// from the SIMD kernel (diag_quadratic.hpp: in double, or in float for float inputs when the
+// tolerance is loose enough for its bound, use_float_kernel), S_i = sum_h log v_ih and
 // T_j = sum_h log w_jh (compensated sums). Every entry carries a deterministic error bound: the
 // kernel's relative bound on Q plus the roundings of the final subtraction. Where that bound
 // exceeds `tolerance` * (KL + 1) (near-duplicates, whose KL is a small difference of D-sized
@@ -37,6 +38,12 @@ class DiagPairs {
     return 8 * threads * float_buffer_values(m);
   }
 
+  // Whether float inputs with this tolerance at depth d run the float kernel: when the
+  // tolerance is at least kDiagFloatKernelMargin times its bound, and the values stay in the
+  // range where that bound holds (checked while constructing; float_kernel() tells).
+  static bool float_kernel_allowed(double tolerance, std::int64_t d);
+  bool float_kernel() const { return float_kernel_; }
+
   std::int64_t rows() const { return n_; }
   std::int64_t cols() const { return m_; }
 
@@ -60,17 +67,31 @@ class DiagPairs {
   void rows_in_passes(std::int64_t lo, std::int64_t hi, U* out, int threads,
                       std::int64_t pass_bytes, Buffer&& buffer) const;
 
+  // Unpacks rows of g into the arrays of p (as_p) and/or q (as_q); with `in_float`, the
+  // kernel's operands of p in float. False if in_float and a value is outside the float
+  // kernel's range.
+  template <class T>
+  bool unpack(const DiagGaussians<T>& g, bool as_p, bool as_q, bool in_float, int threads);
+  // Packs q's means and precisions for the kernel in U.
+  template <class U>
+  void pack_q(std::vector<U>& packed, std::int64_t nr, int threads) const;
+
   std::int64_t n_, m_, d_;
-  bool self_;
-  double tolerance_, kernel_bound_;
-  DiagKernel<double> kernel_;  // the SIMD target's, chosen once: q_packed_ is in its layout
+  bool self_, float_kernel_ = false;
+  // |Q_hat - Q| <= kernel_bound_ * Q_hat + kernel_abs_ (underflow of tiny terms, float only).
+  double tolerance_, kernel_bound_, kernel_abs_ = 0;
+  // The SIMD target's kernels, chosen once: the packed q is in the layout of the one in use.
+  DiagKernel<double> kernel_;
+  DiagKernel<float> kernel_f_;
   // Row-major [N, D] for p and [M, D] for q (q's arrays alias p's when q = p).
-  std::vector<double> mu_, v_, log_b_p_;       // p: mean, variance, log sigma
+  std::vector<double> mu_, v_, log_b_p_;       // p: mean, variance (double kernel), log sigma
+  std::vector<float> mu_f_, v_f_;              // p: mean, variance (float kernel)
   std::vector<double> nu_, inv_b_, log_b_q_;   // q: mean, 1 / sigma, log sigma
   std::vector<double> s_, abs_s_, t_, abs_t_;  // per row: sum log v, sum |log v|; q likewise
-  // q's means and precisions packed once for the kernel (pack_diag_q_panels), so that blocks of
-  // any number of rows never pack q again.
+  // q's means and precisions packed once for the kernel in use (pack_diag_q_panels), so that
+  // blocks of any number of rows never pack q again.
   std::vector<double> q_packed_;
+  std::vector<float> q_packed_f_;
 };
 
 }  // namespace gausskl::cpu

@@ -93,8 +93,9 @@ std::int64_t diag_packed_q_offset(std::int64_t n, std::int64_t d, std::int64_t n
   return jc * 2 * d + pc * 2 * ((width + nr - 1) / nr * nr);
 }
 
-void pack_diag_q_panels(const double* nu, const double* lam, std::int64_t n, std::int64_t d,
-                        std::int64_t nr, double* dst) noexcept {
+template <class T>
+void pack_diag_q_panels(const T* nu, const T* lam, std::int64_t n, std::int64_t d, std::int64_t nr,
+                        T* dst) noexcept {
   const std::int64_t nc = diag_panel_columns(nr);
   for (std::int64_t jc = 0; jc < n; jc += nc) {
     for (std::int64_t pc = 0; pc < d; pc += kDiagKC) {
@@ -104,10 +105,11 @@ void pack_diag_q_panels(const double* nu, const double* lam, std::int64_t n, std
   }
 }
 
-void diag_quadratic_loops_packed(const DiagKernel<double>& kernel, const double* mu,
-                                 const double* v, std::int64_t m, const double* q_packed,
-                                 std::int64_t n_all, std::int64_t j0, std::int64_t j1,
-                                 std::int64_t d, double* q, std::int64_t ldq) noexcept {
+template <class T>
+void diag_quadratic_loops_packed(const DiagKernel<T>& kernel, const T* mu, const T* v,
+                                 std::int64_t m, const T* q_packed, std::int64_t n_all,
+                                 std::int64_t j0, std::int64_t j1, std::int64_t d, double* q,
+                                 std::int64_t ldq) noexcept {
   const std::int64_t nr = kernel.tile.nr;
   loop_nest(kernel, mu, v, m, j1 - j0, d, q, ldq,
             [&](std::int64_t jc, std::int64_t pc, std::int64_t, std::int64_t) {
@@ -115,6 +117,18 @@ void diag_quadratic_loops_packed(const DiagKernel<double>& kernel, const double*
             });
 }
 
+template void pack_diag_q_panels(const float*, const float*, std::int64_t, std::int64_t,
+                                 std::int64_t, float*) noexcept;
+template void pack_diag_q_panels(const double*, const double*, std::int64_t, std::int64_t,
+                                 std::int64_t, double*) noexcept;
+template void diag_quadratic_loops_packed(const DiagKernel<float>&, const float*, const float*,
+                                          std::int64_t, const float*, std::int64_t, std::int64_t,
+                                          std::int64_t, std::int64_t, double*,
+                                          std::int64_t) noexcept;
+template void diag_quadratic_loops_packed(const DiagKernel<double>&, const double*, const double*,
+                                          std::int64_t, const double*, std::int64_t, std::int64_t,
+                                          std::int64_t, std::int64_t, double*,
+                                          std::int64_t) noexcept;
 template void diag_quadratic_loops(const DiagKernel<float>&, const float*, const float*,
                                    std::int64_t, const float*, const float*, std::int64_t,
                                    std::int64_t, double*, std::int64_t) noexcept;

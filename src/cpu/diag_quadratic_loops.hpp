@@ -28,15 +28,17 @@ inline std::int64_t diag_packed_q_size(std::int64_t n, std::int64_t d, std::int6
 }
 std::int64_t diag_packed_q_offset(std::int64_t n, std::int64_t d, std::int64_t nr, std::int64_t jc,
                                   std::int64_t pc);
-void pack_diag_q_panels(const double* nu, const double* lam, std::int64_t n, std::int64_t d,
-                        std::int64_t nr, double* dst) noexcept;
+template <class T>
+void pack_diag_q_panels(const T* nu, const T* lam, std::int64_t n, std::int64_t d, std::int64_t nr,
+                        T* dst) noexcept;
 
 // diag_quadratic_loops for columns [j0, j1) of q as packed by pack_diag_q_panels (n_all columns,
 // the same kernel); j0 must be a multiple of diag_panel_columns(nr). Column j goes to
 // q[i * ldq + j - j0]. Bitwise the same values as diag_quadratic_loops.
-void diag_quadratic_loops_packed(const DiagKernel<double>& kernel, const double* mu,
-                                 const double* v, std::int64_t m, const double* q_packed,
-                                 std::int64_t n_all, std::int64_t j0, std::int64_t j1,
-                                 std::int64_t d, double* q, std::int64_t ldq) noexcept;
+template <class T>
+void diag_quadratic_loops_packed(const DiagKernel<T>& kernel, const T* mu, const T* v,
+                                 std::int64_t m, const T* q_packed, std::int64_t n_all,
+                                 std::int64_t j0, std::int64_t j1, std::int64_t d, double* q,
+                                 std::int64_t ldq) noexcept;
 
 }  // namespace gausskl::cpu

@@ -39,10 +39,22 @@ inline constexpr std::int64_t kDiagRefNr = 4;
 
 // T = float: terms are accumulated in float over blocks of at most this many h, then each block
 // is added into double. The error bound grows with it (diag_quadratic_error_bound: (block + 6)
-// float roundings); the cost of a flush (widen mr x nr floats, add them into C) shrinks with it:
-// about 48 * block arithmetic instructions per 80 of flush, 1.3% at 128. 32, 64, 128 and 256
-// measured flat; 128 keeps the flush near 1% with the bound at 134 * 2^-24 = 8.0e-6.
-inline constexpr std::int64_t kDiagFloatBlock = 128;
+// float roundings); the cost of a flush (widen mr x nr floats, add them into C) shrinks with it.
+// Float kernel alone, N = 1024, D = 256, min of 5 (busy machine): 128 0.040 ns per (i, j, h), 32
+// 0.043 (+6%), 16 0.049 (+20%). The float kernel serves all-pairs KL when the caller's tolerance
+// allows (kDiagFloatKernelMargin below), and there its bound must certify typical entries:
+// 32 gives 38 * 2^-24 = 2.3e-6 * Q, which at tolerance 1e-5 certifies every entry with
+// Q <= 8.8 (KL + 1); 128 (8.1e-6 * Q) certified only Q <= 2.5 (KL + 1), about half of the
+// entries of bench/peers.py's data (Q / (KL + 1) there is about 2.7).
+inline constexpr std::int64_t kDiagFloatBlock = 32;
+
+// All-pairs KL of float diagonal inputs (diag_pairs.cpp) runs the float kernel, at about half the
+// cost of the double one, when the tolerance is at least this many times the float kernel's
+// relative bound on Q: entries with Q <= 2 * margin * (KL + 1) are then certified, and the rest
+// recomputed exactly. 4 keeps the recomputed share negligible on data whose distributions are
+// not near-duplicates (Q / (KL + 1) of 2 to 4), and puts the switch at 9.7e-6 for D >= 32, so
+// that a tolerance of 1e-5 takes the float kernel.
+inline constexpr double kDiagFloatKernelMargin = 4;
 
 // Cache blocks of the loop nest (diag_quadratic_loops.cpp), BLIS names: KC h per packed panel
 // (also the fixed row stride of a packed p micro-panel), NC columns of q per packed panel

@@ -178,6 +178,22 @@ TEST(KnnKl, SameResultsForAnyThreadCount) {
   check_knn<double>(p.view(), &qv, 7, "full/lowrank");
 }
 
+// A loose tolerance changes only which candidates are re-scored: the k kept are re-scored
+// exactly, so indices and values are those of the default.
+TEST(KnnKl, ToleranceKeepsTheExactNeighbours) {
+  Rng rng(34);
+  for (const Data data : {Data::random, Data::adversarial}) {
+    const auto [ps, qs] = make_specs(rng, data, Family::diag, Family::diag, 23, 40, 50);
+    const Batch<float> p = make_batch<float>(ps, {Family::diag});
+    const Batch<float> q = make_batch<float>(qs, {Family::diag});
+    const Gaussians<float> qv = q.view();
+    const auto exact = run_knn<float, double>(p.view(), &qv, 6);
+    const auto loose = run_knn<float, double>(p.view(), &qv, 6, {.tolerance = 1e-3});
+    EXPECT_EQ(loose.indices, exact.indices) << name(data);
+    EXPECT_EQ(loose.values, exact.values) << name(data);
+  }
+}
+
 TEST(KnnKl, NoRowsInP) {
   const DiagBatch<double> none{0, 3, DiagParam::stddev, {}, {}};
   const DiagBatch<double> two{2, 3, DiagParam::stddev, std::vector<double>(6, 0.0),

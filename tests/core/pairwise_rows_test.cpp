@@ -22,8 +22,9 @@ namespace {
 // on `threads` threads.
 template <class T>
 std::int64_t budget_for_rows(const Gaussians<T>& p, const std::type_identity_t<Gaussians<T>>* q,
-                             bool knn, std::int64_t rows, std::int64_t row_bytes, int threads = 1) {
-  return cpu::AllPairs::footprint(p, q, threads, cpu::AllPairs::tolerance_for<T>(0), knn) +
+                             bool knn, std::int64_t rows, std::int64_t row_bytes, int threads = 1,
+                             double tolerance = 0) {
+  return cpu::AllPairs::footprint(p, q, threads, cpu::AllPairs::tolerance_for<T>(tolerance), knn) +
          rows * row_bytes;
 }
 
@@ -126,17 +127,21 @@ constexpr std::size_t kSlack = 16 << 10;
 TEST(MemoryBudget, AllocationsPeakWithinTheBudget) {
   Rng rng(44);
   const std::int64_t n = 40, m = 30, d = 12;
-  for (const Family family : {Family::diag, Family::full, Family::lowrank}) {
-    SCOPED_TRACE(name(family));
+  // Tolerance 1e-5 takes the float kernel on the diagonal path, with its own operands.
+  for (const auto& [family, tolerance] :
+       {std::pair{Family::diag, 0.0}, std::pair{Family::diag, 1e-5}, std::pair{Family::full, 0.0},
+        std::pair{Family::full, 1e-5}, std::pair{Family::lowrank, 0.0}}) {
+    SCOPED_TRACE(name(family) + ", tolerance " + std::to_string(tolerance));
     const auto [ps, qs] = make_specs(rng, Data::random, family, family, n, m, d);
     const Batch<float> p = make_batch<float>(ps, layout_of(family));
     const Batch<float> q = make_batch<float>(qs, layout_of(family));
     const Gaussians<float> qv = q.view();
     Options options;
     options.threads = 2;
+    options.tolerance = tolerance;
 
     // pairwise_kl_rows to float: a row of doubles and its float copy per row; 3 rows a block.
-    options.memory_budget = budget_for_rows(p.view(), &qv, false, 3, m * (8 + 4), 2);
+    options.memory_budget = budget_for_rows(p.view(), &qv, false, 3, m * (8 + 4), 2, tolerance);
     double sum = 0;
     std::size_t peak = 0;
     {
@@ -156,7 +161,7 @@ TEST(MemoryBudget, AllocationsPeakWithinTheBudget) {
     const std::int64_t k = 5;
     std::vector<std::int64_t> idx(n * k);
     std::vector<float> kl(n * k);
-    options.memory_budget = budget_for_rows(p.view(), &qv, true, 3, 8 * (m + k), 2);
+    options.memory_budget = budget_for_rows(p.view(), &qv, true, 3, 8 * (m + k), 2, tolerance);
     {
       const CountAllocations count;
       knn_kl(p.view(), qv, k, idx, std::span<float>(kl), options);

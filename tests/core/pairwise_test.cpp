@@ -1,7 +1,9 @@
 // gausskl::pairwise_kl against the long-double reference and against the row-wise op.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -175,6 +177,47 @@ TEST(PairwiseKl, NoIntermediateOfSizeNMD) {
     const std::size_t budget = (4 << 20) + 16 * (n + m) * d * sizeof(double);
     EXPECT_LE(total, budget) << name(family);
   }
+}
+
+// options.tolerance: any value in [0, 1e-3] bounds every entry (here the loose 1e-5 that takes
+// the float kernel for float diagonal inputs, and the full-covariance GEMM path's), anything
+// else is an error naming the option.
+TEST(PairwiseKl, ToleranceBoundsEveryEntry) {
+  Rng rng(26);
+  for (const Data data : {Data::random, Data::adversarial, Data::near_duplicate_1e4})
+    for (const Layout& lp : family_layouts())
+      for (const Layout& lq : family_layouts()) {
+        if (q_derived_from_p(data) && lp.family != lq.family) continue;
+        SCOPED_TRACE(name(data) + ", " + name(lp) + " || " + name(lq));
+        const auto [ps, qs] = make_specs(rng, data, lp.family, lq.family, 6, 6, 20);
+        const Batch<float> p = make_batch<float>(ps, lp), q = make_batch<float>(qs, lq);
+        const std::vector<long double> ref = reference_pairwise(p.view(), q.view());
+        for (const double tolerance : {1e-5, 1e-3}) {
+          const auto got =
+              run_pairwise<float, double>(p.view(), q.view(), {.tolerance = tolerance});
+          EXPECT_LE(max_error(std::span<const double>(got), ref), tolerance);
+        }
+      }
+}
+
+TEST(PairwiseKl, ToleranceOutsideItsRangeIsAnError) {
+  const DiagBatch<double> two{2, 3, DiagParam::stddev, std::vector<double>(6, 0.0),
+                              std::vector<double>(6, 1.0)};
+  for (const double bad : {-1e-9, 1.5e-3, std::numeric_limits<double>::infinity(),
+                           std::numeric_limits<double>::quiet_NaN()}) {
+    try {
+      run_self_pairwise<double, double>(two.view(), {.tolerance = bad});
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("[pairwise_kl] options.tolerance must be 0 (the "
+                                            "default) or at most 1e-3, found ",
+                                            0),
+                0u)
+          << e.what();
+    }
+  }
+  EXPECT_EQ((run_self_pairwise<double, double>(two.view(), {.tolerance = 1e-3})),
+            (std::vector<double>(4, 0.0)));
 }
 
 TEST(PairwiseKl, EmptyBatches) {
