@@ -205,9 +205,9 @@ def kl_standard_normal(p, *, jitter: float = 0.0, memory_budget: int | None = 0,
     ``memory_budget`` (bytes, an int; default 0 or None: no limit): the most the library may
     allocate for the call, here its row-wise work (a double per row, per-thread scratch); your
     inputs and the returned array are not counted, and results do not depend on it. A budget
-    too small raises RuntimeError with the library's message (``[kl_standard_normal] the memory budget (...)
-    is too small: the row-wise work takes ...``) before anything is allocated; a negative one
-    is a ValueError, anything but an int a TypeError.
+    too small raises RuntimeError with the library's message (``[kl_standard_normal] the
+    memory budget (...) is too small: the row-wise work takes ...``) before anything is
+    allocated; a negative one is a ValueError, anything but an int a TypeError.
 
     On the torch path ``memory_budget`` is checked by the library's rules, then ignored, as in
     ``kl``.
