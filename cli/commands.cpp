@@ -68,6 +68,7 @@ Options options(const Args& args, const io::MemoryAllowance& allowance,
   // Nothing left still has to be an explicit (too small) budget, not 0 = the default.
   if (allowance.limited()) o.memory_budget = std::max<std::int64_t>(allowance.left(), 1);
   o.jitter = args.jitter;
+  o.tolerance = args.tolerance;
   o.on_jitter = [jitter = args.jitter](const char* side, std::int64_t count) {
     std::fprintf(stderr,
                  "gausskl: note: %lld %s distribution(s) were not positive definite; factored "

@@ -14,6 +14,7 @@ struct Args {
   int threads = 0;
   std::int64_t memory_budget = 0;  // bytes; 0: the library's default
   double jitter = 0;
+  double tolerance = 0;  // pairwise and knn; 0: the library's default
   bool quiet = false;
   std::int64_t k = 0;
   bool exclude_self = false;

@@ -50,6 +50,27 @@ void add_common(CLI::App* cmd, Args& args, const char* out_help) {
                 "is not a terminal either)");
 }
 
+constexpr const char* kToleranceHelp =
+    "the error allowed in each result, as |KL - exact| / (|exact| + 1), guaranteed: entries "
+    "whose error bound exceeds it are recomputed exactly. Default 0: 1e-7 when every input is "
+    "float32, 1e-13 when any is float64 or CSV; at most 1e-3. ";
+
+// --tolerance (pairwise, knn): Options::tolerance, whose rule (check_options in
+// src/core/ops.cpp) is checked here too, so that a bad value is reported before any input is
+// read (kl has no such option: row-wise results are always exact).
+void add_tolerance(CLI::App* cmd, Args& args, const char* what_it_changes) {
+  const CLI::Validator rule(
+      [](std::string& text) {
+        double value = 0;
+        if (!CLI::detail::lexical_cast(text, value)) return "must be a number, found " + text;
+        if (value >= 0 && value <= 1e-3) return std::string();
+        return "must be 0 (the default) or at most 1e-3, found " + text;
+      },
+      "EPS in [0, 1e-3]");
+  cmd->add_option("--tolerance", args.tolerance, std::string(kToleranceHelp) + what_it_changes)
+      ->check(rule);
+}
+
 int usage_error(const std::string& message) {
   std::fprintf(stderr, "gausskl: error: %s (see gausskl --help)\n", message.c_str());
   return 2;
@@ -80,10 +101,15 @@ int main(int argc, char** argv) {
                                           "all pairs: out[i, j] = KL(p_i || q_j), shape [N, M]; "
                                           "without --q, q = p (zero diagonal)");
   add_common(pairwise, args, "output: .npy or .csv, or - for CSV on stdout");
+  add_tolerance(pairwise, args,
+                "Larger values (from about 1e-5) let float32 diagonal inputs use a faster "
+                "float kernel");
   pairwise->footer(
       "\nExamples:\n"
       "  gausskl pairwise --p P.npz -o kl.npy\n"
-      "  gausskl pairwise --p P.npz --q Q.npz --dtype float64 -o kl.csv\n");
+      "  gausskl pairwise --p P.npz --q Q.npz --dtype float64 -o kl.csv\n"
+      "  gausskl pairwise --p P.npz --tolerance 1e-5 -o kl.npy   # float32: faster, error <= "
+      "1e-5 (|KL| + 1)\n");
 
   CLI::App* knn = app.add_subcommand(
       "knn",
@@ -93,6 +119,10 @@ int main(int argc, char** argv) {
              "output: .npz (arrays `indices` int64 [N, K] and `kl` [N, K]) or .csv (lines "
              "p,rank,q,kl), or - for CSV on stdout");
   knn->add_option("-k", args.k, "neighbours per row, 1 <= K <= M")->required();
+  add_tolerance(knn, args,
+                "knn: the error of the screening pass; the candidates are then re-scored "
+                "exactly, so the output does not depend on it, only the speed (from about "
+                "1e-5, float32 diagonal inputs may use a faster float kernel)");
   knn->add_flag("--exclude-self", args.exclude_self,
                 "without --q: leave out each distribution itself (then K <= N - 1)");
   knn->footer(

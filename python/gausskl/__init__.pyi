@@ -76,17 +76,25 @@ def kl(
     q: GaussianLike,
     *,
     jitter: float = 0.0,
+    memory_budget: Optional[int] = 0,
     threads: int = 0,
     torch_path: Optional[bool] = None,
 ) -> Array: ...
 def kl_standard_normal(
-    p: GaussianLike, *, jitter: float = 0.0, threads: int = 0, torch_path: Optional[bool] = None
+    p: GaussianLike,
+    *,
+    jitter: float = 0.0,
+    memory_budget: Optional[int] = 0,
+    threads: int = 0,
+    torch_path: Optional[bool] = None,
 ) -> Array: ...
 def pairwise_kl(
     p: GaussianLike,
     q: Optional[GaussianLike] = None,
     *,
     jitter: float = 0.0,
+    tolerance: Optional[float] = 0.0,
+    memory_budget: Optional[int] = 0,
     threads: int = 0,
     torch_path: Optional[bool] = None,
 ) -> Array: ...
@@ -97,6 +105,8 @@ def knn_kl(
     k: int,
     exclude_self: bool = False,
     jitter: float = 0.0,
+    tolerance: Optional[float] = 0.0,
+    memory_budget: Optional[int] = 0,
     threads: int = 0,
     torch_path: Optional[bool] = None,
 ) -> Tuple[Array, Array]: ...

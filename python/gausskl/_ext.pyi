@@ -53,37 +53,37 @@ class Batch:
     def addresses(self) -> list[int]: ...
 
 @overload
-def kl(p: Batch, q: Batch, out: Annotated[NDArray[numpy.float32], dict(shape=(None,), order='C', device='cpu')], threads: int = 0, jitter: float = 0.0) -> tuple[int, int]: ...
+def kl(p: Batch, q: Batch, out: Annotated[NDArray[numpy.float32], dict(shape=(None,), order='C', device='cpu')], threads: int = 0, jitter: float = 0.0, memory_budget: int = 0) -> tuple[int, int]: ...
 
 @overload
-def kl(p: Batch, q: Batch, out: Annotated[NDArray[numpy.float64], dict(shape=(None,), order='C', device='cpu')], threads: int = 0, jitter: float = 0.0) -> tuple[int, int]:
+def kl(p: Batch, q: Batch, out: Annotated[NDArray[numpy.float64], dict(shape=(None,), order='C', device='cpu')], threads: int = 0, jitter: float = 0.0, memory_budget: int = 0) -> tuple[int, int]:
     """
     out[i] = KL(p_i || q_i); N = 1 on either side broadcasts. Returns how many p and q distributions were factored with jitter added to the diagonal.
     """
 
 @overload
-def kl_standard_normal(p: Batch, out: Annotated[NDArray[numpy.float32], dict(shape=(None,), order='C', device='cpu')], threads: int = 0, jitter: float = 0.0) -> tuple[int, int]: ...
+def kl_standard_normal(p: Batch, out: Annotated[NDArray[numpy.float32], dict(shape=(None,), order='C', device='cpu')], threads: int = 0, jitter: float = 0.0, memory_budget: int = 0) -> tuple[int, int]: ...
 
 @overload
-def kl_standard_normal(p: Batch, out: Annotated[NDArray[numpy.float64], dict(shape=(None,), order='C', device='cpu')], threads: int = 0, jitter: float = 0.0) -> tuple[int, int]:
+def kl_standard_normal(p: Batch, out: Annotated[NDArray[numpy.float64], dict(shape=(None,), order='C', device='cpu')], threads: int = 0, jitter: float = 0.0, memory_budget: int = 0) -> tuple[int, int]:
     """
     out[i] = KL(p_i || N(0, I)). Returns (count, 0): how many p distributions were factored with jitter added to the diagonal.
     """
 
 @overload
-def pairwise_kl(p: Batch, q: Batch | None, out: Annotated[NDArray[numpy.float32], dict(shape=(None, None), order='C', device='cpu')], threads: int = 0, jitter: float = 0.0) -> tuple[int, int]: ...
+def pairwise_kl(p: Batch, q: Batch | None, out: Annotated[NDArray[numpy.float32], dict(shape=(None, None), order='C', device='cpu')], threads: int = 0, jitter: float = 0.0, tolerance: float = 0.0, memory_budget: int = 0) -> tuple[int, int]: ...
 
 @overload
-def pairwise_kl(p: Batch, q: Batch | None, out: Annotated[NDArray[numpy.float64], dict(shape=(None, None), order='C', device='cpu')], threads: int = 0, jitter: float = 0.0) -> tuple[int, int]:
+def pairwise_kl(p: Batch, q: Batch | None, out: Annotated[NDArray[numpy.float64], dict(shape=(None, None), order='C', device='cpu')], threads: int = 0, jitter: float = 0.0, tolerance: float = 0.0, memory_budget: int = 0) -> tuple[int, int]:
     """
     out[i, j] = KL(p_i || q_j); q = None means q = p. Returns how many p and q distributions were factored with jitter added to the diagonal (q = p: counted as p).
     """
 
 @overload
-def knn_kl(p: Batch, q: Batch | None, k: int, indices: Annotated[NDArray[numpy.int64], dict(shape=(None, None), order='C', device='cpu')], values: Annotated[NDArray[numpy.float32], dict(shape=(None, None), order='C', device='cpu')], exclude_self: bool = False, threads: int = 0, jitter: float = 0.0) -> tuple[int, int]: ...
+def knn_kl(p: Batch, q: Batch | None, k: int, indices: Annotated[NDArray[numpy.int64], dict(shape=(None, None), order='C', device='cpu')], values: Annotated[NDArray[numpy.float32], dict(shape=(None, None), order='C', device='cpu')], exclude_self: bool = False, threads: int = 0, jitter: float = 0.0, tolerance: float = 0.0, memory_budget: int = 0) -> tuple[int, int]: ...
 
 @overload
-def knn_kl(p: Batch, q: Batch | None, k: int, indices: Annotated[NDArray[numpy.int64], dict(shape=(None, None), order='C', device='cpu')], values: Annotated[NDArray[numpy.float64], dict(shape=(None, None), order='C', device='cpu')], exclude_self: bool = False, threads: int = 0, jitter: float = 0.0) -> tuple[int, int]:
+def knn_kl(p: Batch, q: Batch | None, k: int, indices: Annotated[NDArray[numpy.int64], dict(shape=(None, None), order='C', device='cpu')], values: Annotated[NDArray[numpy.float64], dict(shape=(None, None), order='C', device='cpu')], exclude_self: bool = False, threads: int = 0, jitter: float = 0.0, tolerance: float = 0.0, memory_budget: int = 0) -> tuple[int, int]:
     """
     The k smallest KL(p_i || q_j) per i, ascending, ties to the lower j. Returns how many p and q distributions were factored with jitter on the diagonal (q = p: counted as p).
     """

@@ -32,10 +32,11 @@ class Jitter:
     def add(self, side: str, count: int):
         self.counts[side] += count
 
-    def library(self, fn, *args):
-        """fn(*args, jitter=eps), an operation of gausskl._ext; keeps the counts it returns."""
+    def library(self, fn, *args, **options):
+        """fn(*args, jitter=eps, **options), an operation of gausskl._ext; keeps the counts it
+        returns."""
         try:
-            p, q = fn(*args, jitter=self.eps)
+            p, q = fn(*args, jitter=self.eps, **options)
         except ValueError as e:
             raise with_hint(e) from None
         self.add("p", p)

@@ -8,7 +8,8 @@ Each picks one of three paths:
 Results come back in the caller's framework: torch tensors if any input is one (on its device),
 else NumPy arrays (or, for another DLPack framework with an array namespace, that framework's).
 Both the library and the torch path count the distributions they factored with the jitter; the
-call ends with a JitterWarning per side that needed it.
+call ends with a JitterWarning per side that needed it. The torch path checks tolerance and
+memory_budget by the library's rules, then ignores them (see the operations' docstrings).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import numpy as np
 
 from gausskl import _arrays
 from gausskl import _ext
+from gausskl import _options
 from gausskl._distributions import Gaussian
 from gausskl._jitter import Jitter
 
@@ -134,7 +136,8 @@ def _check_d(op: str, p: Gaussian, q: Gaussian):
         raise ValueError(f"[{op}] p and q have D = {p.d} and D = {q.d}; D must match")
 
 
-def kl(p, q, *, jitter: float = 0.0, threads: int = 0, torch_path: bool | None = None):
+def kl(p, q, *, jitter: float = 0.0, memory_budget: int | None = 0, threads: int = 0,
+       torch_path: bool | None = None):
     """Row-wise KL divergence in nats: ``out[i] = KL(p_i || q_i)``, shape ``[max(N_p, N_q)]``.
 
     ``p`` and ``q`` are batches of any family (``DiagGaussian``, ``FullGaussian``,
@@ -146,6 +149,17 @@ def kl(p, q, *, jitter: float = 0.0, threads: int = 0, torch_path: bool | None =
     (``C + jitter * I``; only such matrices), results and gradients are those of the jittered
     matrices, and a ``gausskl.JitterWarning`` says how many distributions of each side needed it.
 
+    ``memory_budget`` (bytes, an int; default 0 or None: no limit): the most the library may
+    allocate for the call, here its row-wise work (a double per row, per-thread scratch); your
+    inputs and the returned array are not counted, and results do not depend on it. A budget
+    too small raises RuntimeError with the library's message (``[kl] the memory budget (...)
+    is too small: the row-wise work takes ...``) before anything is allocated; a negative one
+    is a ValueError, anything but an int a TypeError.
+
+    On the torch path (CUDA and MPS tensors, ``torch_path=True``, GAUSSKL_FORCE_TORCH_PATH=1)
+    ``memory_budget`` is checked by the library's rules, then ignored: torch allocates as it
+    does. With gradients on the library path it bounds the forward only.
+
     >>> import numpy as np, gausskl as gk
     >>> p = gk.DiagGaussian(np.zeros(2), std=np.ones(2))
     >>> q = gk.DiagGaussian(np.ones(2), std=np.full(2, 2.0))
@@ -155,18 +169,21 @@ def kl(p, q, *, jitter: float = 0.0, threads: int = 0, torch_path: bool | None =
     op = "kl"
     p, q = _as_gaussian(op, "p", p), _as_gaussian(op, "q", q)
     threads = _threads(op, threads)
+    budget = _options.memory_budget(op, memory_budget)
     call = _Call(op, [p, q], torch_path, jitter)
     p, q = call.unify(p), call.unify(q)
     if call.native:
         from gausskl import _torch_path
 
+        _options.check_torch_path(op, call.jitter, budget=budget)
         _check_d(op, p, q)
         _rows(p, q)
         return call.result(_torch_path.rowwise(op, p, q, call.out_dtype, call.jitter))
     out = call.empty((_rows(p, q, check=False),))
 
     def forward():
-        call.jitter.library(_ext.kl, p._batch(call.kind), q._batch(call.kind), out, threads)
+        call.jitter.library(_ext.kl, p._batch(call.kind), q._batch(call.kind), out, threads,
+                            memory_budget=budget)
         return out
 
     if call.grad:
@@ -176,14 +193,24 @@ def kl(p, q, *, jitter: float = 0.0, threads: int = 0, torch_path: bool | None =
     return call.result(forward())
 
 
-def kl_standard_normal(p, *, jitter: float = 0.0, threads: int = 0,
-                       torch_path: bool | None = None):
+def kl_standard_normal(p, *, jitter: float = 0.0, memory_budget: int | None = 0,
+                       threads: int = 0, torch_path: bool | None = None):
     """``out[i] = KL(p_i || N(0, I))`` in nats, shape ``[N]``: the prior term of a VAE loss.
 
     ``jitter`` (>= 0, default 0): a covariance or precision matrix that is not positive definite
     is an error; with ``jitter > 0`` it is factored with ``jitter`` added to its diagonal instead
     (``C + jitter * I``; only such matrices), results and gradients are those of the jittered
     matrices, and a ``gausskl.JitterWarning`` says how many distributions of each side needed it.
+
+    ``memory_budget`` (bytes, an int; default 0 or None: no limit): the most the library may
+    allocate for the call, here its row-wise work (a double per row, per-thread scratch); your
+    inputs and the returned array are not counted, and results do not depend on it. A budget
+    too small raises RuntimeError with the library's message (``[kl_standard_normal] the
+    memory budget (...) is too small: the row-wise work takes ...``) before anything is
+    allocated; a negative one is a ValueError, anything but an int a TypeError.
+
+    On the torch path ``memory_budget`` is checked by the library's rules, then ignored, as in
+    ``kl``.
 
     A VAE loss with an encoder giving ``mu, logvar: [B, D]`` (torch; gradients flow)::
 
@@ -193,16 +220,19 @@ def kl_standard_normal(p, *, jitter: float = 0.0, threads: int = 0,
     op = "kl_standard_normal"
     p = _as_gaussian(op, "p", p)
     threads = _threads(op, threads)
+    budget = _options.memory_budget(op, memory_budget)
     call = _Call(op, [p], torch_path, jitter)
     p = call.unify(p)
     if call.native:
         from gausskl import _torch_path
 
+        _options.check_torch_path(op, call.jitter, budget=budget)
         return call.result(_torch_path.rowwise(op, p, None, call.out_dtype, call.jitter))
     out = call.empty((p.n,))
 
     def forward():
-        call.jitter.library(_ext.kl_standard_normal, p._batch(call.kind), out, threads)
+        call.jitter.library(_ext.kl_standard_normal, p._batch(call.kind), out, threads,
+                            memory_budget=budget)
         return out
 
     if call.grad:
@@ -212,8 +242,8 @@ def kl_standard_normal(p, *, jitter: float = 0.0, threads: int = 0,
     return call.result(forward())
 
 
-def pairwise_kl(p, q=None, *, jitter: float = 0.0, threads: int = 0,
-                torch_path: bool | None = None):
+def pairwise_kl(p, q=None, *, jitter: float = 0.0, tolerance: float | None = 0.0,
+                memory_budget: int | None = 0, threads: int = 0, torch_path: bool | None = None):
     """All pairs: ``out[i, j] = KL(p_i || q_j)`` in nats, shape ``[N, M]``; without ``q``,
     ``q = p`` and the diagonal is exactly 0. Memory is the ``[N, M]`` result plus O((N + M) D)
     (O(D^2) per distribution for non-diagonal families), never ``[N, M, D]``.
@@ -224,6 +254,27 @@ def pairwise_kl(p, q=None, *, jitter: float = 0.0, threads: int = 0,
     matrices, and a ``gausskl.JitterWarning`` says how many distributions of each side needed it
     (``q = p`` counts as p).
 
+    ``tolerance`` (default 0 or None: the library's default): the error each result may have,
+    as ``|KL - exact| / (|exact| + 1)`` before rounding to the result's dtype. It is a
+    guarantee, not an estimate: every entry gets a deterministic error bound, and those whose
+    bound exceeds it are recomputed in the exact per-dimension form. The default is 1e-7 when
+    every input is float32 and 1e-13 otherwise; the most is 1e-3 (ValueError if larger,
+    negative or NaN; TypeError if not a real number). From about 1e-5 up, float32 diagonal
+    inputs may use a faster float kernel.
+
+    ``memory_budget`` (bytes, an int; default 0 or None: no limit): the most the library may
+    allocate for the call: the prepared (factored) copies of the inputs and work buffers, and
+    blocks of rows of results in what they leave (without a budget, blocks of 128 MiB). Your
+    inputs and the returned array are not counted, and results do not depend on it. A budget
+    too small for the rest and one row raises RuntimeError with the library's message
+    (``[pairwise_kl] the memory budget (...) is too small: ...``) before anything is allocated;
+    a negative one is a ValueError, anything but an int a TypeError.
+
+    On the torch path (CUDA and MPS tensors, ``torch_path=True``, GAUSSKL_FORCE_TORCH_PATH=1,
+    and gradients of non-diagonal pairs) ``tolerance`` and ``memory_budget`` are checked by the
+    library's rules, then ignored: that path computes in float64 (float32 on MPS) with the
+    centred GEMM form, which has no per-entry error bound, and allocates as torch does.
+
     The forum's question (``mu, std: [B, H]``, the ``[B, B]`` matrix), as one line::
 
         kl = gk.pairwise_kl(gk.DiagGaussian(mu, std=std))
@@ -232,6 +283,8 @@ def pairwise_kl(p, q=None, *, jitter: float = 0.0, threads: int = 0,
     p = _as_gaussian(op, "p", p)
     q = None if q is None else _as_gaussian(op, "q", q)
     threads = _threads(op, threads)
+    tolerance = _options.tolerance(op, tolerance)
+    budget = _options.memory_budget(op, memory_budget)
     call = _Call(op, [p] if q is None else [p, q], torch_path, jitter)
     p, q = call.unify(p), call.unify(q)
     m = p.n if q is None else q.n
@@ -241,6 +294,7 @@ def pairwise_kl(p, q=None, *, jitter: float = 0.0, threads: int = 0,
         # takes through the same GEMM form (still no [N, M, D]).
         from gausskl import _torch_path
 
+        _options.check_torch_path(op, call.jitter, tolerance, budget)
         if q is not None:
             _check_d(op, p, q)
         return call.result(_torch_path.pairwise(op, p, q, call.out_dtype, call.jitter))
@@ -248,7 +302,8 @@ def pairwise_kl(p, q=None, *, jitter: float = 0.0, threads: int = 0,
 
     def forward():
         qb = None if q is None else q._batch(call.kind)
-        call.jitter.library(_ext.pairwise_kl, p._batch(call.kind), qb, out, threads)
+        call.jitter.library(_ext.pairwise_kl, p._batch(call.kind), qb, out, threads,
+                            tolerance=tolerance, memory_budget=budget)
         return out
 
     if call.grad:
@@ -259,7 +314,8 @@ def pairwise_kl(p, q=None, *, jitter: float = 0.0, threads: int = 0,
 
 
 def knn_kl(p, q=None, *, k: int, exclude_self: bool = False, jitter: float = 0.0,
-           threads: int = 0, torch_path: bool | None = None):
+           tolerance: float | None = 0.0, memory_budget: int | None = 0, threads: int = 0,
+           torch_path: bool | None = None):
     """Nearest neighbours by KL: for each ``p_i``, the ``k`` smallest ``KL(p_i || q_j)``,
     ascending, ties to the lower ``j``. Returns ``(indices, kl)``, each ``[N, k]`` (indices
     int64). Without ``q``, ``q = p``; ``exclude_self=True`` then leaves out ``j == i``. The
@@ -271,6 +327,29 @@ def knn_kl(p, q=None, *, k: int, exclude_self: bool = False, jitter: float = 0.0
     matrices, and a ``gausskl.JitterWarning`` says how many distributions of each side needed it
     (``q = p`` counts as p).
 
+    ``tolerance`` (default 0 or None: the library's default): the error each result may have,
+    as ``|KL - exact| / (|exact| + 1)`` before rounding to the result's dtype. It is a
+    guarantee, not an estimate: every entry gets a deterministic error bound, and those whose
+    bound exceeds it are recomputed in the exact per-dimension form. The default is 1e-7 when
+    every input is float32 and 1e-13 otherwise; the most is 1e-3 (ValueError if larger,
+    negative or NaN; TypeError if not a real number). From about 1e-5 up, float32 diagonal
+    inputs may use a faster float kernel. Here it is the error of the screening pass: every
+    candidate that could rank in the first ``k`` within it is re-scored with the exact pair
+    formula, so the values and order returned do not depend on it, only the speed does.
+
+    ``memory_budget`` (bytes, an int; default 0 or None: no limit): the most the library may
+    allocate for the call: the prepared (factored) copies of the inputs, work buffers, and
+    blocks of rows of the ``[N, M]`` matrix in what they leave (without a budget, blocks of
+    128 MiB). Your inputs and the returned arrays are not counted, and results do not depend on
+    it. A budget too small for the rest and one row raises RuntimeError with the library's
+    message (``[knn_kl] the memory budget (...) is too small: ...``) before anything is
+    allocated; a negative one is a ValueError, anything but an int a TypeError.
+
+    On the torch path (CUDA and MPS tensors, ``torch_path=True``, GAUSSKL_FORCE_TORCH_PATH=1)
+    ``tolerance`` and ``memory_budget`` are checked by the library's rules, then ignored: that
+    path computes in float64 (float32 on MPS) with the centred GEMM form, which has no
+    per-entry error bound, in blocks of rows of at most 64 MiB whatever the budget.
+
     Retrieval, "the 10 nearest Gaussians by KL" of each query among a database::
 
         idx, dist = gk.knn_kl(gk.DiagGaussian(q_mu, std=q_std), gk.DiagGaussian(db_mu, std=db_std), k=10)
@@ -279,6 +358,8 @@ def knn_kl(p, q=None, *, k: int, exclude_self: bool = False, jitter: float = 0.0
     p = _as_gaussian(op, "p", p)
     q = None if q is None else _as_gaussian(op, "q", q)
     threads = _threads(op, threads)
+    tolerance = _options.tolerance(op, tolerance)
+    budget = _options.memory_budget(op, memory_budget)
     k = operator.index(k)
     call = _Call(op, [p] if q is None else [p, q], torch_path, jitter)
     p, q = call.unify(p), call.unify(q)
@@ -295,6 +376,7 @@ def knn_kl(p, q=None, *, k: int, exclude_self: bool = False, jitter: float = 0.0
     if call.native:
         from gausskl import _torch_path
 
+        _options.check_torch_path(op, call.jitter, tolerance, budget)
         return call.result(*_torch_path.knn(op, p, q, k, exclude_self, call.out_dtype,
                                             call.jitter))
     index_dtype = call.torch.int64 if call.torch is not None else np.int64
@@ -302,7 +384,7 @@ def knn_kl(p, q=None, *, k: int, exclude_self: bool = False, jitter: float = 0.0
     values = call.empty((p.n, k))
     qb = None if q is None else q._batch(call.kind)
     call.jitter.library(_ext.knn_kl, p._batch(call.kind), qb, k, indices, values, exclude_self,
-                        threads)
+                        threads, tolerance=tolerance, memory_budget=budget)
     if call.grad:
         # Values differentiable through the row-wise KL of the chosen pairs.
         from gausskl import _autograd

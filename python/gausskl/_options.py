@@ -1,0 +1,60 @@
+"""The tolerance and memory_budget keywords: types checked here, ranges by the library (or, on
+the torch path, by check_torch_path with the library's words).
+
+* ``tolerance`` (pairwise_kl, knn_kl): Options::tolerance, the certified error of each result as
+  ``|KL - exact| / (|exact| + 1)``; None or 0 is the library's default.
+* ``memory_budget`` (every operation): Options::memory_budget, bytes; None or 0 is no limit. An
+  int only: the CLI's "800M" / "2G" are parsed by CLI11 in the command-line tool, not by the
+  library, so there is nothing to share with Python.
+"""
+
+from __future__ import annotations
+
+import numbers
+import operator
+
+import numpy as np
+
+INT64_MAX = (1 << 63) - 1
+
+
+def tolerance(op: str, value) -> float:
+    """The tolerance as a float (None: 0, the default). TypeError unless a real number; the
+    range is the library's to check."""
+    if value is None:
+        return 0.0
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"[{op}] tolerance must be a real number, found {type(value).__name__}")
+    return float(value)
+
+
+def memory_budget(op: str, value) -> int:
+    """The budget in bytes as an int (None: 0, no limit). TypeError unless an integer; above
+    int64, ValueError; a negative value is the library's to refuse."""
+    if value is None:
+        return 0
+    if isinstance(value, bool):
+        raise TypeError(f"[{op}] memory_budget must be an int (bytes), found bool")
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise TypeError(f"[{op}] memory_budget must be an int (bytes), found "
+                        f"{type(value).__name__}") from None
+    if value > INT64_MAX:
+        raise ValueError(f"[{op}] options.memory_budget must be at most 2^63 - 1, found {value}")
+    return value
+
+
+def check_torch_path(op: str, jitter, tolerance_: float = 0.0, budget: int = 0) -> None:
+    """The library's rules for the options, in its order (src/core/ops.cpp check_options: the
+    jitter, the tolerance, the budget), on the torch path, which then ignores the tolerance and
+    the budget: it has no certified error bounds and allocates as torch does."""
+    from gausskl._torch_path import check_jitter, show
+
+    check_jitter(op, jitter)
+    if not (tolerance_ >= 0 and tolerance_ <= 1e-3):
+        raise ValueError(f"[{op}] options.tolerance must be 0 (the default) or at most 1e-3, "
+                         f"found {show(np.float64(tolerance_))}")
+    if budget < 0:
+        raise ValueError(f"[{op}] options.memory_budget must be >= 0 (0 = default), found {budget}")
+
