@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli/commands.hpp"
+#include "gausskl/types.hpp"
 #include "gausskl/version.hpp"
 #include "io/atomic_file.hpp"
 
@@ -63,7 +64,7 @@ void add_tolerance(CLI::App* cmd, Args& args, const char* what_it_changes) {
       [](std::string& text) {
         double value = 0;
         if (!CLI::detail::lexical_cast(text, value)) return "must be a number, found " + text;
-        if (value >= 0 && value <= 1e-3) return std::string();
+        if (value >= 0 && value <= gausskl::Options::max_tolerance) return std::string();
         return "must be 0 (the default) or at most 1e-3, found " + text;
       },
       "EPS in [0, 1e-3]");

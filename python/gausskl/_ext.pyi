@@ -8,6 +8,9 @@ import numpy
 from numpy.typing import NDArray
 
 
+MAX_TOLERANCE: float = 1e-3
+"""The largest tolerance= the library accepts (gausskl::Options::max_tolerance)."""
+
 def version() -> str:
     """The linked C++ library's version."""
 

@@ -15,6 +15,8 @@ import operator
 
 import numpy as np
 
+from gausskl import _ext
+
 INT64_MAX = (1 << 63) - 1
 
 
@@ -52,7 +54,7 @@ def check_torch_path(op: str, jitter, tolerance_: float = 0.0, budget: int = 0) 
     from gausskl._torch_path import check_jitter, show
 
     check_jitter(op, jitter)
-    if not (tolerance_ >= 0 and tolerance_ <= 1e-3):
+    if not (tolerance_ >= 0 and tolerance_ <= _ext.MAX_TOLERANCE):
         raise ValueError(f"[{op}] options.tolerance must be 0 (the default) or at most 1e-3, "
                          f"found {show(np.float64(tolerance_))}")
     if budget < 0:

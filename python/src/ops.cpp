@@ -153,6 +153,7 @@ void bind_ops(nb::module_& m) {
 }  // namespace
 
 void bind_all_ops(nb::module_& m) {
+  m.attr("MAX_TOLERANCE") = Options::max_tolerance;
   bind_ops<float>(m);
   bind_ops<double>(m);
 }

@@ -25,9 +25,6 @@ namespace {
 using detail::fail;
 using detail::show;
 
-// The largest options.tolerance: beyond 0.1% a result is not a KL one should rank by.
-constexpr double kMaxTolerance = 1e-3;
-
 void check_options(const char* op, const Options& options) {
   if (options.threads < 0) {
     fail(op, "options.threads must be >= 0 (0 = all cores), found " + show(options.threads));
@@ -35,7 +32,7 @@ void check_options(const char* op, const Options& options) {
   if (!(options.jitter >= 0 && std::isfinite(options.jitter))) {
     fail(op, "options.jitter must be finite and >= 0, found " + show(options.jitter));
   }
-  if (!(options.tolerance >= 0 && options.tolerance <= kMaxTolerance)) {
+  if (!(options.tolerance >= 0 && options.tolerance <= Options::max_tolerance)) {
     fail(op, "options.tolerance must be 0 (the default) or at most 1e-3, found " +
                  show(options.tolerance));
   }
