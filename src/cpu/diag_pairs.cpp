@@ -9,6 +9,7 @@
 #include "cpu/diag_quadratic.hpp"
 #include "cpu/diag_quadratic_loops.hpp"
 #include "cpu/diag_terms.hpp"
+#include "cpu/finish_diag.hpp"
 #include "cpu/parallel.hpp"
 #include "cpu/saturating.hpp"
 #include "cpu/stable.hpp"
@@ -203,38 +204,21 @@ double DiagPairs::exact(std::int64_t i, std::int64_t j) const {
   return 0.5 * sum;
 }
 
-void DiagPairs::finish_row(std::int64_t i, std::int64_t j0, std::int64_t j1, double* at) const {
-  const double d = static_cast<double>(d_);
-  const double s = s_[static_cast<std::size_t>(i)], abs_s = abs_s_[static_cast<std::size_t>(i)];
-  const double* t = (self_ ? s_ : t_).data() + j0;
-  const double* abs_t = (self_ ? abs_s_ : abs_t_).data() + j0;
-  const std::int64_t cols = j1 - j0;
-  const double tolerance = tolerance_, kernel_bound = kernel_bound_, kernel_abs = kernel_abs_;
-  constexpr double kRescore = std::numeric_limits<double>::quiet_NaN();
-  // Two passes so that the first, over every entry, has no call (and no count: GCC 12 then
-  // gives up) in it and vectorizes: it keeps the entries its bound certifies and marks the
-  // others NaN (the kernel never makes a NaN: its terms are non-negative), which the second
-  // recomputes.
-  for (std::int64_t j = 0; j < cols; ++j) {
-    const double q = at[j];
-    const double tj = t[j];
-    const double two_kl = (q - d) - s + tj;
-    // The kernel's bound on Q, three roundings of the subtraction, and the compensated sums.
-    const double bound =
-        kernel_bound * q + kernel_abs +
-        kUnit * (3 * (q + d + std::abs(s) + std::abs(tj)) + 2 * (abs_s + abs_t[j]));
-    const double kl = 0.5 * two_kl;
-    // Kept if within tolerance and if the bound is a small part of the value itself: a KL near
-    // 0 (duplicates, near-duplicates) is recomputed, so it keeps its relative accuracy and
-    // identical rows give exactly 0.
-    // (& rather than &&: no branch, so the loop vectorizes.)
-    const bool keep = (0.5 * bound <= tolerance * (std::abs(kl) + 1)) & (0.5 * bound <= 1e-2 * kl);
-    at[j] = keep ? kl : kRescore;
+template <class U>
+void DiagPairs::finish_row(std::int64_t i, std::int64_t j0, std::int64_t j1, const double* q,
+                           U* out) const {
+  const DiagFinishRow row{static_cast<double>(d_),
+                          s_[static_cast<std::size_t>(i)],
+                          abs_s_[static_cast<std::size_t>(i)],
+                          tolerance_,
+                          kernel_bound_,
+                          kernel_abs_};
+  finish_diag_row(q, (self_ ? s_ : t_).data() + j0, (self_ ? abs_s_ : abs_t_).data() + j0, j1 - j0,
+                  row, out);
+  for (std::int64_t j = 0; j < j1 - j0; ++j) {
+    if (std::isnan(out[j])) out[j] = static_cast<U>(exact(i, j0 + j));
   }
-  for (std::int64_t j = 0; j < cols; ++j) {
-    if (std::isnan(at[j])) at[j] = exact(i, j0 + j);
-  }
-  if (self_ && i >= j0 && i < j1) at[i - j0] = 0;
+  if (self_ && i >= j0 && i < j1) out[i - j0] = 0;
 }
 
 template <class U, class Buffer>
@@ -274,14 +258,8 @@ void DiagPairs::rows_in_passes(std::int64_t lo, std::int64_t hi, U* out, int thr
                      diag_quadratic_loops_packed(kernel_, mu_.data() + r0 * d, v_.data() + r0 * d,
                                                  r1 - r0, q_packed_.data(), m, j0, j1, d, q, ldq);
                    }
-                   for (std::int64_t i = r0; i < r1; ++i) {
-                     double* row = q + (i - r0) * ldq;  // entry j0 of row i
-                     finish_row(i, j0, j1, row);
-                     if constexpr (!std::is_same_v<U, double>) {
-                       std::transform(row, row + (j1 - j0), target + (i - r0) * m,
-                                      [](double x) { return static_cast<U>(x); });
-                     }
-                   }
+                   for (std::int64_t i = r0; i < r1; ++i)
+                     finish_row(i, j0, j1, q + (i - r0) * ldq, target + (i - r0) * m);
                  }
                });
 }

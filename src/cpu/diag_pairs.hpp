@@ -56,9 +56,10 @@ class DiagPairs {
   double exact(std::int64_t i, std::int64_t j) const;
 
  private:
-  // Finishes entries j0 <= j < j1 of row i, at[j - j0] (Q in, KL out): the O(1) terms, the
-  // bound, and recomputation where needed.
-  void finish_row(std::int64_t i, std::int64_t j0, std::int64_t j1, double* at) const;
+  // Entries j0 <= j < j1 of row i from the kernel's q[j - j0] into out[j - j0] (out may be q):
+  // the O(1) terms and the bound (finish_diag.hpp), then recomputation where needed.
+  template <class U>
+  void finish_row(std::int64_t i, std::int64_t j0, std::int64_t j1, const double* q, U* out) const;
 
   // Rows [lo, hi) into out (row i at out + (i - lo) * m): kernel then finish, in passes of rows
   // whose doubles take about pass_bytes, each worker's through `buffer(worker)` (or in place

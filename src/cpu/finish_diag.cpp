@@ -1,0 +1,105 @@
+// Highway runtime dispatch of finish_diag_row (finish_diag.hpp): this file is compiled once per
+// target and the best one the CPU supports is picked at run time. Lanes are doubles; float
+// results are narrowed on the store, so no row of doubles is written back. The last, partial
+// vector goes through small padded buffers (the Highway of Debian 12 has no LoadN / StoreN).
+#undef HWY_TARGET_INCLUDE
+// A path from src/, an include directory (__FILE__ is not reliable).
+#define HWY_TARGET_INCLUDE "cpu/finish_diag.cpp"
+#include "hwy/foreach_target.h"  // must come before highway.h
+#include "hwy/highway.h"
+//
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <type_traits>
+
+#include "cpu/finish_diag.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace gausskl::cpu::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// One vector of entries, in the scalar formula's order of operations (finish_diag.hpp).
+template <class D, class V = hn::Vec<D>>
+HWY_INLINE V FinishVector(D d, V q, V t, V abs_t, const DiagFinishRow& row) {
+  constexpr double kUnit = std::numeric_limits<double>::epsilon() / 2;
+  const V half = hn::Set(d, 0.5);
+  const V two_kl = hn::Add(hn::Sub(hn::Sub(q, hn::Set(d, row.d)), hn::Set(d, row.s)), t);
+  const V sizes =
+      hn::Add(hn::Add(hn::Add(q, hn::Set(d, row.d)), hn::Set(d, std::abs(row.s))), hn::Abs(t));
+  const V sums = hn::Add(hn::Set(d, row.abs_s), abs_t);
+  const V roundings = hn::Mul(
+      hn::Set(d, kUnit), hn::Add(hn::Mul(hn::Set(d, 3.0), sizes), hn::Mul(hn::Set(d, 2.0), sums)));
+  const V bound = hn::Add(
+      hn::Add(hn::Mul(hn::Set(d, row.kernel_bound), q), hn::Set(d, row.kernel_abs)), roundings);
+  const V kl = hn::Mul(half, two_kl);
+  const V half_bound = hn::Mul(half, bound);
+  const auto keep = hn::And(
+      hn::Le(half_bound, hn::Mul(hn::Set(d, row.tolerance), hn::Add(hn::Abs(kl), hn::Set(d, 1.0)))),
+      hn::Le(half_bound, hn::Mul(hn::Set(d, 1e-2), kl)));
+  return hn::IfThenElse(keep, kl, hn::Set(d, std::numeric_limits<double>::quiet_NaN()));
+}
+
+template <class U>
+void FinishRow(const double* q, const double* t, const double* abs_t, std::int64_t n,
+               const DiagFinishRow& row, U* out) {  // out may be q: no HWY_RESTRICT
+  const hn::ScalableTag<double> d;
+  const hn::Rebind<U, decltype(d)> du;
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  const auto store = [&](hn::Vec<decltype(d)> v, U* to) {
+    if constexpr (std::is_same_v<U, double>) {
+      hn::StoreU(v, d, to);
+    } else {
+      hn::StoreU(hn::DemoteTo(du, v), du, to);
+    }
+  };
+  std::int64_t j = 0;
+  for (; j + lanes <= n; j += lanes) {
+    store(FinishVector(d, hn::LoadU(d, q + j), hn::LoadU(d, t + j), hn::LoadU(d, abs_t + j), row),
+          out + j);
+  }
+  if (j == n) return;
+  constexpr std::size_t kMax = hn::MaxLanes(hn::ScalableTag<double>());
+  HWY_ALIGN double q_tail[kMax] = {}, t_tail[kMax] = {}, abs_t_tail[kMax] = {};
+  HWY_ALIGN U out_tail[kMax] = {};
+  const std::int64_t rest = n - j;
+  std::copy(q + j, q + n, q_tail);
+  std::copy(t + j, t + n, t_tail);
+  std::copy(abs_t + j, abs_t + n, abs_t_tail);
+  store(FinishVector(d, hn::Load(d, q_tail), hn::Load(d, t_tail), hn::Load(d, abs_t_tail), row),
+        out_tail);
+  std::copy(out_tail, out_tail + rest, out + j);
+}
+
+void FinishRowF64(const double* q, const double* t, const double* abs_t, std::int64_t n,
+                  const DiagFinishRow& row, double* out) {
+  FinishRow(q, t, abs_t, n, row, out);
+}
+void FinishRowF32(const double* q, const double* t, const double* abs_t, std::int64_t n,
+                  const DiagFinishRow& row, float* out) {
+  FinishRow(q, t, abs_t, n, row, out);
+}
+
+}  // namespace gausskl::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace gausskl::cpu {
+
+HWY_EXPORT(FinishRowF64);
+HWY_EXPORT(FinishRowF32);
+
+template <>
+void finish_diag_row<double>(const double* q, const double* t, const double* abs_t, std::int64_t n,
+                             const DiagFinishRow& row, double* out) noexcept {
+  HWY_DYNAMIC_DISPATCH(FinishRowF64)(q, t, abs_t, n, row, out);
+}
+template <>
+void finish_diag_row<float>(const double* q, const double* t, const double* abs_t, std::int64_t n,
+                            const DiagFinishRow& row, float* out) noexcept {
+  HWY_DYNAMIC_DISPATCH(FinishRowF32)(q, t, abs_t, n, row, out);
+}
+
+}  // namespace gausskl::cpu
+#endif  // HWY_ONCE
