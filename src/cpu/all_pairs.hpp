@@ -22,7 +22,9 @@ class AllPairs {
   template <class T>
   static double tolerance_for(double requested);
 
-  // q == nullptr: q = p (one prepared copy serves both sides). tolerance: tolerance_for's.
+  // q == nullptr: q = p (one prepared copy serves both sides). tolerance: tolerance_for's. The
+  // plan may keep views of p's and q's arrays (the diagonal path reads them to re-score), so
+  // they must outlive it: the operations make and drop it within their call.
   template <class T>
   static Failure prepare(const Gaussians<T>& p, const Gaussians<T>* q, int threads,
                          double tolerance, Jitter& jitter, std::optional<AllPairs>& out);

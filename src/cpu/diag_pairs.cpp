@@ -63,49 +63,45 @@ DiagPairs::DiagPairs(const DiagGaussians<T>& p, const DiagGaussians<T>* q, doubl
       tolerance_(tolerance),
       kernel_bound_(0),
       kernel_(diag_kernel<double>()),
-      kernel_f_(diag_kernel<float>()) {
+      kernel_f_(diag_kernel<float>()),
+      p_in_(p),
+      q_in_(q ? *q : p) {
   if (std::is_same_v<T, float> && float_kernel_allowed(tolerance, d_)) {
-    float_kernel_ =
-        unpack(p, true, self_, true, threads) && (self_ || unpack(*q, false, true, true, threads));
+    float_kernel_ = unpack(p, true, true, threads) && (self_ || unpack(*q, false, true, threads));
     if (!float_kernel_) {  // a value out of the float kernel's range: the double kernel
       std::vector<float>().swap(mu_f_);
       std::vector<float>().swap(v_f_);
     }
   }
   if (!float_kernel_) {
-    unpack(p, true, self_, false, threads);
-    if (!self_) unpack(*q, false, true, false, threads);
+    unpack(p, true, false, threads);
+    if (!self_) unpack(*q, false, false, threads);
   }
   if (float_kernel_) {
     kernel_bound_ = float_kernel_bound(d_);
     kernel_abs_ = static_cast<double>(d_) * 0x1p-140;
-    pack_q(q_packed_f_, kernel_f_.tile.nr, threads);
+    pack_q(q ? *q : p, q_packed_f_, kernel_f_.tile.nr, threads);
   } else {
     kernel_bound_ = diag_quadratic_error_bound<double>(d_);
-    pack_q(q_packed_, kernel_.tile.nr, threads);
+    pack_q(q ? *q : p, q_packed_, kernel_.tile.nr, threads);
   }
 }
 
 template <class T>
-bool DiagPairs::unpack(const DiagGaussians<T>& g, bool as_p, bool as_q, bool in_float,
-                       int threads) {
+bool DiagPairs::unpack(const DiagGaussians<T>& g, bool as_p, bool in_float, int threads) {
   const std::int64_t d = d_, rows = g.mean.shape[0];
-  std::vector<double>& mean = as_p ? mu_ : nu_;
-  std::vector<double>& log_b = as_p ? log_b_p_ : log_b_q_;
   std::vector<double>& sum = as_p ? s_ : t_;
   std::vector<double>& abs_sum = as_p ? abs_s_ : abs_t_;
   const std::size_t values = static_cast<std::size_t>(rows * d);
-  mean.resize(values);
-  log_b.resize(values);
   sum.resize(static_cast<std::size_t>(rows));
   abs_sum.resize(sum.size());
   if (as_p && in_float) {
     mu_f_.resize(values);
     v_f_.resize(values);
   } else if (as_p) {
+    mu_.resize(values);
     v_.resize(values);
   }
-  if (as_q) inv_b_.resize(values);
   const int workers = std::max(threads, 1);
   std::vector<char> in_range(static_cast<std::size_t>(workers), 1);
   parallel_for(rows, workers, [&](int w, std::int64_t lo, std::int64_t hi) {
@@ -118,15 +114,13 @@ bool DiagPairs::unpack(const DiagGaussians<T>& g, bool as_p, bool as_q, bool in_
         double b = 0, inv_b = 0, lb = 0;
         diag_terms(g.param, g.scale(i, h), &b, &inv_b, &lb);
         const double mu = g.mean(i, h);
-        mean[k] = mu;
-        log_b[k] = lb;
         if (as_p && in_float) {
           mu_f_[k] = static_cast<float>(mu);
           v_f_[k] = static_cast<float>(b * b);
         } else if (as_p) {
+          mu_[k] = mu;
           v_[k] = b * b;
         }
-        if (as_q) inv_b_[k] = inv_b;
         if (in_float) fits &= in_float_kernel_range(mu, b);
         s.add(2 * lb);
         a += std::abs(2 * lb);
@@ -139,11 +133,11 @@ bool DiagPairs::unpack(const DiagGaussians<T>& g, bool as_p, bool as_q, bool in_
   return std::all_of(in_range.begin(), in_range.end(), [](char c) { return c != 0; });
 }
 
-template <class U>
-void DiagPairs::pack_q(std::vector<U>& packed, std::int64_t nr, int threads) const {
+template <class T, class U>
+void DiagPairs::pack_q(const DiagGaussians<T>& q, std::vector<U>& packed, std::int64_t nr,
+                       int threads) const {
   const std::int64_t d = d_, m = m_;
   packed.resize(static_cast<std::size_t>(diag_packed_q_size(m, d, nr)));
-  const double* nu = (self_ ? mu_ : nu_).data();
   // q's means and precisions (1 / sigma^2) in U exist only panel by panel, in each worker's
   // buffer.
   const std::int64_t panel = diag_panel_columns(nr);
@@ -154,10 +148,13 @@ void DiagPairs::pack_q(std::vector<U>& packed, std::int64_t nr, int threads) con
     U* lam_w = nu_w + panel * d;
     for (std::int64_t j0 = a * panel; j0 < std::min(m, b * panel); j0 += panel) {
       const std::int64_t cols = std::min(panel, m - j0);
-      const double* inv_b = inv_b_.data() + j0 * d;
-      for (std::int64_t k = 0; k < cols * d; ++k) {
-        nu_w[k] = static_cast<U>(nu[j0 * d + k]);
-        lam_w[k] = static_cast<U>(inv_b[k] * inv_b[k]);
+      for (std::int64_t c = 0; c < cols; ++c) {
+        for (std::int64_t h = 0; h < d; ++h) {
+          double sigma = 0, inv_b = 0, lb = 0;
+          diag_terms(q.param, q.scale(j0 + c, h), &sigma, &inv_b, &lb);
+          nu_w[c * d + h] = static_cast<U>(q.mean(j0 + c, h));
+          lam_w[c * d + h] = static_cast<U>(inv_b * inv_b);
+        }
       }
       pack_diag_q_panels(nu_w, lam_w, cols, d, nr,
                          packed.data() + diag_packed_q_offset(m, d, nr, j0, 0));
@@ -168,40 +165,45 @@ void DiagPairs::pack_q(std::vector<U>& packed, std::int64_t nr, int threads) con
 template <class T>
 std::int64_t DiagPairs::footprint(std::int64_t n, std::int64_t m, std::int64_t d, bool self,
                                   double tolerance, int threads) {
-  // Per row of p: mean, log sigma (and, when q = p, 1 / sigma) and the two sums, plus the
-  // kernel's variance (and, in float, mean); per row of q: mean, 1 / sigma, log sigma and the
-  // two sums; q packed for the kernel; and, while constructing, a panel of q's means and
-  // precisions per worker. The float kernel's arrays are released before the double kernel's
-  // are made, so the larger of the two layouts bounds both.
+  // The two sums per row of p and of q; the kernel's operands: p's means and variances and q
+  // packed; and, while packing, a panel of q's means and precisions per worker. The float
+  // kernel's arrays are released before the double kernel's are made, so the larger of the two
+  // layouts bounds both.
   const std::int64_t workers = std::max(threads, 1);
-  const std::int64_t shared =
-      sat_mul(8, sat_add(sat_add(sat_mul(n, sat_mul(self ? 3 : 2, d)), 2 * n),
-                         self ? 0 : sat_add(sat_mul(m, sat_mul(3, d)), 2 * m)));
-  auto layout = [&](std::int64_t bytes, std::int64_t nr, std::int64_t p_values) {
+  const std::int64_t sums = sat_mul(8, sat_add(2 * n, self ? 0 : 2 * m));
+  auto layout = [&](std::int64_t bytes, std::int64_t nr) {
+    const std::int64_t p_values = sat_mul(n, sat_mul(2, d));
     const std::int64_t packed = diag_packed_q_size(m, d, nr);
     const std::int64_t panels = sat_mul(sat_mul(workers, 2 * d), diag_panel_columns(nr));
-    return sat_add(sat_mul(bytes, sat_add(sat_mul(n, sat_mul(p_values, d)), packed)),
-                   sat_mul(bytes, panels));
+    return sat_mul(bytes, sat_add(sat_add(p_values, packed), panels));
   };
-  std::int64_t own = layout(8, diag_kernel<double>().tile.nr, 1);
+  std::int64_t own = layout(8, diag_kernel<double>().tile.nr);
   if (std::is_same_v<T, float> && float_kernel_allowed(tolerance, d))
-    own = std::max(own, layout(4, diag_kernel<float>().tile.nr, 2));
-  return sat_add(sat_add(shared, own), sat_mul(threads, diag_quadratic_p_block_bytes<double>()));
+    own = std::max(own, layout(4, diag_kernel<float>().tile.nr));
+  return sat_add(sat_add(sums, own), sat_mul(threads, diag_quadratic_p_block_bytes<double>()));
+}
+
+template <class T>
+double DiagPairs::exact_from(const DiagGaussians<T>& p, const DiagGaussians<T>& q, std::int64_t i,
+                             std::int64_t j) const {
+  double sum = 0;
+  for (std::int64_t h = 0; h < d_; ++h) {
+    double b = 0, inv_b_p = 0, lp = 0, inv_b = 0, lq = 0;
+    diag_terms(p.param, p.scale(i, h), &b, &inv_b_p, &lp);
+    diag_terms(q.param, q.scale(j, h), &b, &inv_b, &lq);
+    const double a =
+        (static_cast<double>(p.mean(i, h)) - static_cast<double>(q.mean(j, h))) * inv_b;
+    sum += a * a + expm1_minus_x(2 * (lp - lq));
+  }
+  return 0.5 * sum;
 }
 
 double DiagPairs::exact(std::int64_t i, std::int64_t j) const {
   if (self_ && i == j) return 0;  // KL(p_i || p_i) = 0 by definition, whatever round-off says
-  const double* mu = mu_.data() + i * d_;
-  const double* lp = log_b_p_.data() + i * d_;
-  const double* nu = (self_ ? mu_ : nu_).data() + j * d_;
-  const double* lq = (self_ ? log_b_p_ : log_b_q_).data() + j * d_;
-  const double* inv_b = inv_b_.data() + j * d_;
-  double sum = 0;
-  for (std::int64_t h = 0; h < d_; ++h) {
-    const double a = (mu[h] - nu[h]) * inv_b[h];
-    sum += a * a + expm1_minus_x(2 * (lp[h] - lq[h]));
-  }
-  return 0.5 * sum;
+  if (const auto* p = std::get_if<DiagGaussians<float>>(&p_in_))
+    return exact_from(*p, std::get<DiagGaussians<float>>(q_in_), i, j);
+  return exact_from(std::get<DiagGaussians<double>>(p_in_), std::get<DiagGaussians<double>>(q_in_),
+                    i, j);
 }
 
 template <class U>
@@ -279,8 +281,6 @@ template std::int64_t DiagPairs::footprint<float>(std::int64_t, std::int64_t, st
                                                   double, int);
 template std::int64_t DiagPairs::footprint<double>(std::int64_t, std::int64_t, std::int64_t, bool,
                                                    double, int);
-template bool DiagPairs::unpack(const DiagGaussians<float>&, bool, bool, bool, int);
-template bool DiagPairs::unpack(const DiagGaussians<double>&, bool, bool, bool, int);
 template DiagPairs::DiagPairs(const DiagGaussians<float>&, const DiagGaussians<float>*, double,
                               int);
 template DiagPairs::DiagPairs(const DiagGaussians<double>&, const DiagGaussians<double>*, double,

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <variant>
 #include <vector>
 
 #include "cpu/tunables.hpp"
@@ -68,14 +69,17 @@ class DiagPairs {
   void rows_in_passes(std::int64_t lo, std::int64_t hi, U* out, int threads,
                       std::int64_t pass_bytes, Buffer&& buffer) const;
 
-  // Unpacks rows of g into the arrays of p (as_p) and/or q (as_q); with `in_float`, the
-  // kernel's operands of p in float. False if in_float and a value is outside the float
-  // kernel's range.
+  // The two sums of each row of g (s_ for p, t_ for q) and, for p, the kernel's operands (in
+  // float with `in_float`). False if in_float and a value is outside the float kernel's range.
   template <class T>
-  bool unpack(const DiagGaussians<T>& g, bool as_p, bool as_q, bool in_float, int threads);
+  bool unpack(const DiagGaussians<T>& g, bool as_p, bool in_float, int threads);
   // Packs q's means and precisions for the kernel in U.
-  template <class U>
-  void pack_q(std::vector<U>& packed, std::int64_t nr, int threads) const;
+  template <class T, class U>
+  void pack_q(const DiagGaussians<T>& q, std::vector<U>& packed, std::int64_t nr,
+              int threads) const;
+  template <class T>
+  double exact_from(const DiagGaussians<T>& p, const DiagGaussians<T>& q, std::int64_t i,
+                    std::int64_t j) const;
 
   std::int64_t n_, m_, d_;
   bool self_, float_kernel_ = false;
@@ -84,10 +88,12 @@ class DiagPairs {
   // The SIMD target's kernels, chosen once: the packed q is in the layout of the one in use.
   DiagKernel<double> kernel_;
   DiagKernel<float> kernel_f_;
-  // Row-major [N, D] for p and [M, D] for q (q's arrays alias p's when q = p).
-  std::vector<double> mu_, v_, log_b_p_;       // p: mean, variance (double kernel), log sigma
-  std::vector<float> mu_f_, v_f_;              // p: mean, variance (float kernel)
-  std::vector<double> nu_, inv_b_, log_b_q_;   // q: mean, 1 / sigma, log sigma
+  // The caller's views, which outlive the plan (it lives within one operation's call): exact()
+  // computes its terms from them, so nothing but the kernel's operands is copied.
+  std::variant<DiagGaussians<float>, DiagGaussians<double>> p_in_, q_in_;
+  // Row-major [N, D]: p's means and variances for the kernel in use.
+  std::vector<double> mu_, v_;
+  std::vector<float> mu_f_, v_f_;
   std::vector<double> s_, abs_s_, t_, abs_t_;  // per row: sum log v, sum |log v|; q likewise
   // q's means and precisions packed once for the kernel in use (pack_diag_q_panels), so that
   // blocks of any number of rows never pack q again.
