@@ -90,3 +90,10 @@ def knn_kl(p: Batch, q: Batch | None, k: int, indices: Annotated[NDArray[numpy.i
     """
     The k smallest KL(p_i || q_j) per i, ascending, ties to the lower j. Returns how many p and q distributions were factored with jitter on the diagonal (q = p: counted as p).
     """
+
+MAPPED_BYTES: int = 1048576
+
+def empty_bytes(nbytes: int) -> Annotated[NDArray[numpy.uint8], dict(shape=(None,))]:
+    """
+    Uninitialized uint8 NumPy array of nbytes bytes; from MAPPED_BYTES on, pages mapped for it alone and unmapped when it is freed.
+    """

@@ -6,6 +6,7 @@
 
 namespace gausskl::python {
 void bind_all_ops(nb::module_& m);
+void bind_buffer(nb::module_& m);
 }  // namespace gausskl::python
 
 NB_MODULE(_ext, m) {
@@ -15,4 +16,5 @@ NB_MODULE(_ext, m) {
       "version", [] { return gausskl::version(); }, "The linked C++ library's version.");
   gausskl::python::bind_batch(m);
   gausskl::python::bind_all_ops(m);
+  gausskl::python::bind_buffer(m);
 }
