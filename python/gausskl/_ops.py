@@ -97,11 +97,13 @@ class _Call:
         return np.float64 if self.kind == _arrays.FLOAT64 else np.float32
 
     def empty(self, shape, dtype=None):
-        """An uninitialized result in the call's framework. From _ext.MAPPED_BYTES on, in memory
-        of the library's own (mapped for this array, unmapped when it goes; huge pages from
-        4 MiB), not from malloc's heap through torch.empty or np.empty: there, results freed
-        between calls stay resident and fragment the heap (bench/peers.py measured pairwise_kl,
-        N = M = 1024, D = 256: 35.5 MiB peak extra memory over 100 calls, 23.5 MiB this way)."""
+        """An uninitialized result in the call's framework. From _ext.MAPPED_BYTES on, in a
+        block of the library's BlockBuffer (mapped for this array and unmapped when it goes; huge
+        pages from 4 MiB), not from malloc's heap through torch.empty or np.empty: there, results
+        freed between calls stay resident and fragment the heap among the library's buffers
+        (bench/peers.py, pairwise_kl N = M = 1024, D = 256, ~100 calls: peak extra memory
+        33-44 MiB, 23.3-23.9 MiB this way; src/core/block_buffer.hpp). Such a tensor shares its
+        memory with a NumPy array, so it cannot be grown in place (resize_)."""
         dtype = self.out_dtype if dtype is None else dtype
         np_dtype = np.dtype(str(dtype).replace("torch.", "") if self.torch is not None else dtype)
         count = 1

@@ -8,10 +8,10 @@
 // malloc, and unmapped when freed. glibc's malloc maps such blocks itself only until the first
 // one is freed: it then raises its mapping threshold to that block's size (up to 32 MiB), and
 // later blocks come from its heap, where freed ones stay resident and fragment among other
-// allocations. Measured from Python (bench/peers.py's harness, pairwise_kl N = M = 1024, D = 256,
-// float32, the 4 MiB result allocated per call by torch.empty): the heap grew by 2 MiB every few
-// calls, to 12 MiB after ~100 calls, peak extra memory 35.5 MiB; the result in a BlockBuffer:
-// 23.5 MiB, flat from the first call on.
+// allocations. Measured in bench/peers.py's harness (pairwise_kl from Python, N = M = 1024,
+// D = 256, float32, ~100 calls, result allocated per call by torch.empty): the heap grew by 2 MiB
+// every few calls, peak extra memory 33-44 MiB over six runs; with the result in a BlockBuffer
+// (python/gausskl/_ops.py) 23.3-23.9 MiB, flat from the first call on.
 #pragma once
 
 #include <cstddef>
