@@ -102,7 +102,7 @@ class _Call:
         pages from 4 MiB), not from malloc's heap through torch.empty or np.empty: there, results
         freed between calls stay resident and fragment the heap among the library's buffers
         (bench/peers.py, pairwise_kl N = M = 1024, D = 256, ~100 calls: peak extra memory
-        33-44 MiB, 23.3-23.9 MiB this way; src/core/block_buffer.hpp). Such a tensor shares its
+        33-44 MiB, 23.3-25.0 MiB this way; src/core/block_buffer.hpp). Such a tensor shares its
         memory with a NumPy array, so it cannot be grown in place (resize_)."""
         dtype = self.out_dtype if dtype is None else dtype
         np_dtype = np.dtype(str(dtype).replace("torch.", "") if self.torch is not None else dtype)

@@ -11,7 +11,7 @@
 // allocations. Measured in bench/peers.py's harness (pairwise_kl from Python, N = M = 1024,
 // D = 256, float32, ~100 calls, result allocated per call by torch.empty): the heap grew by 2 MiB
 // every few calls, peak extra memory 33-44 MiB over six runs; with the result in a BlockBuffer
-// (python/gausskl/_ops.py) 23.3-23.9 MiB, flat from the first call on.
+// (python/gausskl/_ops.py) 23.3-25.0 MiB over nine runs, flat from the first call on.
 #pragma once
 
 #include <cstddef>
