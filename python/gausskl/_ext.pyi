@@ -8,9 +8,6 @@ import numpy
 from numpy.typing import NDArray
 
 
-MAX_TOLERANCE: float = 1e-3
-"""The largest tolerance= the library accepts (gausskl::Options::max_tolerance)."""
-
 def version() -> str:
     """The linked C++ library's version."""
 
@@ -54,6 +51,8 @@ class Batch:
     def is_double(self) -> bool: ...
 
     def addresses(self) -> list[int]: ...
+
+MAX_TOLERANCE: float = 0.001
 
 @overload
 def kl(p: Batch, q: Batch, out: Annotated[NDArray[numpy.float32], dict(shape=(None,), order='C', device='cpu')], threads: int = 0, jitter: float = 0.0, memory_budget: int = 0) -> tuple[int, int]: ...
