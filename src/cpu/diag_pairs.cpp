@@ -215,10 +215,13 @@ void DiagPairs::finish_row(std::int64_t i, std::int64_t j0, std::int64_t j1, con
                           tolerance_,
                           kernel_bound_,
                           kernel_abs_};
-  finish_diag_row(q, (self_ ? s_ : t_).data() + j0, (self_ ? abs_s_ : abs_t_).data() + j0, j1 - j0,
-                  row, out);
-  for (std::int64_t j = 0; j < j1 - j0; ++j) {
-    if (std::isnan(out[j])) out[j] = static_cast<U>(exact(i, j0 + j));
+  std::int64_t marked = finish_diag_row(q, (self_ ? s_ : t_).data() + j0,
+                                        (self_ ? abs_s_ : abs_t_).data() + j0, j1 - j0, row, out);
+  for (std::int64_t j = 0; marked > 0 && j < j1 - j0; ++j) {
+    if (std::isnan(out[j])) {
+      out[j] = static_cast<U>(exact(i, j0 + j));
+      --marked;
+    }
   }
   if (self_ && i >= j0 && i < j1) out[i - j0] = 0;
 }

@@ -20,9 +20,10 @@ HWY_BEFORE_NAMESPACE();
 namespace gausskl::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// One vector of entries, in the scalar formula's order of operations (finish_diag.hpp).
+// One vector of entries, in the scalar formula's order of operations (finish_diag.hpp); adds
+// the number of entries marked to `marked`.
 template <class D, class V = hn::Vec<D>>
-HWY_INLINE V FinishVector(D d, V q, V t, V abs_t, const DiagFinishRow& row) {
+HWY_INLINE V FinishVector(D d, V q, V t, V abs_t, const DiagFinishRow& row, std::size_t& marked) {
   constexpr double kUnit = std::numeric_limits<double>::epsilon() / 2;
   const V half = hn::Set(d, 0.5);
   const V two_kl = hn::Add(hn::Sub(hn::Sub(q, hn::Set(d, row.d)), hn::Set(d, row.s)), t);
@@ -38,12 +39,13 @@ HWY_INLINE V FinishVector(D d, V q, V t, V abs_t, const DiagFinishRow& row) {
   const auto keep = hn::And(
       hn::Le(half_bound, hn::Mul(hn::Set(d, row.tolerance), hn::Add(hn::Abs(kl), hn::Set(d, 1.0)))),
       hn::Le(half_bound, hn::Mul(hn::Set(d, 1e-2), kl)));
+  marked += hn::CountTrue(d, hn::Not(keep));
   return hn::IfThenElse(keep, kl, hn::Set(d, std::numeric_limits<double>::quiet_NaN()));
 }
 
 template <class U>
-void FinishRow(const double* q, const double* t, const double* abs_t, std::int64_t n,
-               const DiagFinishRow& row, U* out) {  // out may be q: no HWY_RESTRICT
+std::int64_t FinishRow(const double* q, const double* t, const double* abs_t, std::int64_t n,
+                       const DiagFinishRow& row, U* out) {  // out may be q: no HWY_RESTRICT
   const hn::ScalableTag<double> d;
   const hn::Rebind<U, decltype(d)> du;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
@@ -54,12 +56,14 @@ void FinishRow(const double* q, const double* t, const double* abs_t, std::int64
       hn::StoreU(hn::DemoteTo(du, v), du, to);
     }
   };
+  std::size_t marked = 0;
   std::int64_t j = 0;
   for (; j + lanes <= n; j += lanes) {
-    store(FinishVector(d, hn::LoadU(d, q + j), hn::LoadU(d, t + j), hn::LoadU(d, abs_t + j), row),
+    store(FinishVector(d, hn::LoadU(d, q + j), hn::LoadU(d, t + j), hn::LoadU(d, abs_t + j), row,
+                       marked),
           out + j);
   }
-  if (j == n) return;
+  if (j == n) return static_cast<std::int64_t>(marked);
   constexpr std::size_t kMax = hn::MaxLanes(hn::ScalableTag<double>());
   HWY_ALIGN double q_tail[kMax] = {}, t_tail[kMax] = {}, abs_t_tail[kMax] = {};
   HWY_ALIGN U out_tail[kMax] = {};
@@ -67,18 +71,24 @@ void FinishRow(const double* q, const double* t, const double* abs_t, std::int64
   std::copy(q + j, q + n, q_tail);
   std::copy(t + j, t + n, t_tail);
   std::copy(abs_t + j, abs_t + n, abs_t_tail);
-  store(FinishVector(d, hn::Load(d, q_tail), hn::Load(d, t_tail), hn::Load(d, abs_t_tail), row),
+  // Padding lanes are not counted: the count of the tail's own lanes, one at a time.
+  std::size_t ignored = 0;
+  store(FinishVector(d, hn::Load(d, q_tail), hn::Load(d, t_tail), hn::Load(d, abs_t_tail), row,
+                     ignored),
         out_tail);
+  for (std::int64_t k = 0; k < rest; ++k)
+    marked += std::isnan(out_tail[k]) ? 1 : 0;
   std::copy(out_tail, out_tail + rest, out + j);
+  return static_cast<std::int64_t>(marked);
 }
 
-void FinishRowF64(const double* q, const double* t, const double* abs_t, std::int64_t n,
-                  const DiagFinishRow& row, double* out) {
-  FinishRow(q, t, abs_t, n, row, out);
+std::int64_t FinishRowF64(const double* q, const double* t, const double* abs_t, std::int64_t n,
+                          const DiagFinishRow& row, double* out) {
+  return FinishRow(q, t, abs_t, n, row, out);
 }
-void FinishRowF32(const double* q, const double* t, const double* abs_t, std::int64_t n,
-                  const DiagFinishRow& row, float* out) {
-  FinishRow(q, t, abs_t, n, row, out);
+std::int64_t FinishRowF32(const double* q, const double* t, const double* abs_t, std::int64_t n,
+                          const DiagFinishRow& row, float* out) {
+  return FinishRow(q, t, abs_t, n, row, out);
 }
 
 }  // namespace gausskl::cpu::HWY_NAMESPACE
@@ -91,14 +101,15 @@ HWY_EXPORT(FinishRowF64);
 HWY_EXPORT(FinishRowF32);
 
 template <>
-void finish_diag_row<double>(const double* q, const double* t, const double* abs_t, std::int64_t n,
-                             const DiagFinishRow& row, double* out) noexcept {
-  HWY_DYNAMIC_DISPATCH(FinishRowF64)(q, t, abs_t, n, row, out);
+std::int64_t finish_diag_row<double>(const double* q, const double* t, const double* abs_t,
+                                     std::int64_t n, const DiagFinishRow& row,
+                                     double* out) noexcept {
+  return HWY_DYNAMIC_DISPATCH(FinishRowF64)(q, t, abs_t, n, row, out);
 }
 template <>
-void finish_diag_row<float>(const double* q, const double* t, const double* abs_t, std::int64_t n,
-                            const DiagFinishRow& row, float* out) noexcept {
-  HWY_DYNAMIC_DISPATCH(FinishRowF32)(q, t, abs_t, n, row, out);
+std::int64_t finish_diag_row<float>(const double* q, const double* t, const double* abs_t,
+                                    std::int64_t n, const DiagFinishRow& row, float* out) noexcept {
+  return HWY_DYNAMIC_DISPATCH(FinishRowF32)(q, t, abs_t, n, row, out);
 }
 
 }  // namespace gausskl::cpu

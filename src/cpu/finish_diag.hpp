@@ -22,9 +22,9 @@ struct DiagFinishRow {
 // out[j] = KL when b / 2 <= tolerance (|KL| + 1) and b / 2 <= KL / 100, else NaN, the mark of an
 // entry to recompute (KL near 0 is always recomputed, so it keeps its relative accuracy). Q is
 // never NaN (the kernel's terms are non-negative), so NaN means exactly that. out may be q when
-// U = double.
+// U = double. Returns the number of entries marked.
 template <class U>
-void finish_diag_row(const double* q, const double* t, const double* abs_t, std::int64_t n,
-                     const DiagFinishRow& row, U* out) noexcept;
+std::int64_t finish_diag_row(const double* q, const double* t, const double* abs_t, std::int64_t n,
+                             const DiagFinishRow& row, U* out) noexcept;
 
 }  // namespace gausskl::cpu

@@ -1,0 +1,71 @@
+// finish_diag_row on every compiled Highway target against the formula of finish_diag.hpp
+// written out in scalar code here: kept entries, marks (NaN) and their count, every length
+// around the vector widths, float and double output, in place for double.
+#include "cpu/finish_diag.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "hwy/tests/hwy_gtest.h"
+
+namespace gausskl::cpu {
+namespace {
+
+double scalar_finish(double q, double t, double abs_t, const DiagFinishRow& row) {
+  constexpr double u = std::numeric_limits<double>::epsilon() / 2;
+  const double two_kl = (q - row.d) - row.s + t;
+  const double bound =
+      row.kernel_bound * q + row.kernel_abs +
+      u * (3 * (q + row.d + std::abs(row.s) + std::abs(t)) + 2 * (row.abs_s + abs_t));
+  const double kl = 0.5 * two_kl;
+  const bool keep = 0.5 * bound <= row.tolerance * (std::abs(kl) + 1) && 0.5 * bound <= 1e-2 * kl;
+  return keep ? kl : std::numeric_limits<double>::quiet_NaN();
+}
+
+class FinishDiag : public hwy::TestWithParamTarget {};
+HWY_TARGET_INSTANTIATE_TEST_SUITE_P(FinishDiag);
+
+TEST_P(FinishDiag, MatchesTheScalarFormula) {
+  std::mt19937_64 rng(90);
+  std::uniform_real_distribution<double> unit(0, 1);
+  const DiagFinishRow row{64, 3.5, 40, 1e-5, 2.4e-6, 1e-30};
+  for (std::int64_t n = 0; n <= 40; ++n) {
+    std::vector<double> q(n), t(n), abs_t(n);
+    for (std::int64_t j = 0; j < n; ++j) {
+      // About half the entries near KL = 0 (Q ~ D + s - t), which must be marked.
+      t[j] = 10 * unit(rng) - 5;
+      abs_t[j] = std::abs(t[j]) + 30 * unit(rng);
+      q[j] = j % 2 ? row.d + row.s - t[j] + 1e-6 * unit(rng) : row.d + 200 * unit(rng);
+    }
+    std::vector<double> in_place = q;
+    std::vector<float> narrow(n);
+    const std::int64_t marked_d =
+        finish_diag_row(in_place.data(), t.data(), abs_t.data(), n, row, in_place.data());
+    const std::int64_t marked_f =
+        finish_diag_row(q.data(), t.data(), abs_t.data(), n, row, narrow.data());
+    std::int64_t marked = 0;
+    for (std::int64_t j = 0; j < n; ++j) {
+      const double want = scalar_finish(q[j], t[j], abs_t[j], row);
+      if (std::isnan(want)) {
+        ++marked;
+        EXPECT_TRUE(std::isnan(in_place[j])) << "n " << n << ", j " << j;
+        EXPECT_TRUE(std::isnan(narrow[j])) << "n " << n << ", j " << j;
+      } else {
+        // FMA contraction may differ from the scalar code in the last bit.
+        EXPECT_NEAR(in_place[j], want, 1e-15 * (std::abs(want) + 1)) << "n " << n << ", j " << j;
+        EXPECT_EQ(narrow[j], static_cast<float>(in_place[j])) << "n " << n << ", j " << j;
+      }
+    }
+    EXPECT_EQ(marked_d, marked) << "n " << n;
+    EXPECT_EQ(marked_f, marked) << "n " << n;
+    EXPECT_GT(n < 4 ? 1 : marked, 0) << "n " << n;  // the test data do mark entries
+  }
+}
+
+}  // namespace
+}  // namespace gausskl::cpu
