@@ -91,4 +91,23 @@ inline constexpr std::int64_t kFullNc = 256;
 // 73 vs 5115 ms. Dimensions below 16 were not measured: 1 keeps every full q on one path.
 inline constexpr std::int64_t kFullPairsMinD = 1;
 
+// ---- rowwise_full (rowwise_full.hpp): row-wise KL of two scale_tril batches ----
+
+// The register tile of the blocked substitution (rowwise_full-inl.h): `rows` rows of M by
+// `vectors` vectors of its columns. Accumulators take rows * vectors registers, plus `vectors`
+// for a row of M above the block and one broadcast.
+struct TriTileShape {
+  std::int64_t rows;
+  std::int64_t vectors;
+};
+// AVX-512 (32 registers): 16 accumulators + 4 + 1. At D = 32 one tile spans all 33 columns but
+// the last.
+inline constexpr TriTileShape kRowwiseFullTileAvx3{4, 4};
+// AVX2 and below (16 registers): 8 accumulators + 4 + 1. Not tuned (fallback only).
+inline constexpr TriTileShape kRowwiseFullTileOther{2, 4};
+// Pairs ahead whose factors are prefetched (rowwise_full-inl.h); not measured yet.
+inline constexpr std::int64_t kRowwiseFullPrefetchAhead = 1;
+// The widest tile of any target, which sizes the scratch.
+inline constexpr std::int64_t kRowwiseFullMaxVectors = 4;
+
 }  // namespace gausskl::cpu
