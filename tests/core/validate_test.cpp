@@ -191,6 +191,72 @@ TEST(Validate, ScaleTril) {
                  {"q.scale (scale_tril)", "finite", "nan", "distribution 3, row 2, column 0"});
 }
 
+// The one-pass check of contiguous scale_tril rows (x * 0 for finite, x * 1 for zero above the
+// diagonal), in float and double at D = 32 (whole vectors) and 7 (a tail): each rule broken at
+// the first and last entries that carry it, in one of 64 distributions on 2 threads, with a
+// second bad value in a later distribution; -0 above the diagonal is 0, a subnormal is not.
+template <class T>
+void check_tril_rows(std::int64_t d) {
+  const std::int64_t n = 64;
+  std::vector<T> mean(static_cast<std::size_t>(n * d), T(0)),
+      scale(static_cast<std::size_t>(n * d * d), T(0));
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t h = 0; h < d; ++h) {
+      scale[static_cast<std::size_t>((i * d + h) * d + h)] = T(1);
+      for (std::int64_t c = 0; c < h; ++c)
+        scale[static_cast<std::size_t>((i * d + h) * d + c)] = T(-0.25);
+    }
+  const DiagBatch<T> p{n, d, DiagParam::stddev, std::vector<T>(mean.size(), T(0)),
+                       std::vector<T>(mean.size(), T(1))};
+  const auto run = [&](const std::vector<T>& s) {
+    std::vector<T> out(static_cast<std::size_t>(n));
+    Options options;
+    options.threads = 2;
+    kl(Gaussians<T>(p.view()),
+       Gaussians<T>(FullGaussians<T>{contiguous<T, 2>(mean.data(), {n, d}),
+                                     contiguous<T, 3>(s.data(), {n, d, d}), FullParam::scale_tril}),
+       std::span<T>(out), options);
+  };
+  run(scale);  // valid
+  std::vector<T> signed_zero = scale;
+  signed_zero[static_cast<std::size_t>((5 * d + 0) * d + d - 1)] = T(-0.0);
+  run(signed_zero);  // -0 above the diagonal is 0
+  struct Case {
+    std::int64_t r, c;
+    T value;
+    const char* rule;
+  };
+  const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
+  const Case cases[] = {
+      {0, 1, T(0.5), "lower triangular"},
+      {d - 2, d - 1, std::numeric_limits<T>::denorm_min(), "lower triangular"},
+      {0, d - 1, inf, "finite"},  // finiteness is checked first
+      {d - 1, 0, nan, "finite"},
+      {d - 1, d - 2, -inf, "finite"},
+      {0, 0, T(0), "positive diagonal"},
+      {d - 1, d - 1, T(-2), "positive diagonal"},
+      {d / 2, d / 2, nan, "finite"},
+  };
+  for (const std::int64_t i : {std::int64_t{0}, std::int64_t{33}, n - 1}) {
+    for (const Case& k : cases) {
+      std::vector<T> bad = scale;
+      bad[static_cast<std::size_t>((i * d + k.r) * d + k.c)] = k.value;
+      if (i + 1 < n) bad[static_cast<std::size_t>(((n - 1) * d + 1) * d + 0)] = nan;
+      expect_invalid([&] { run(bad); },
+                     {"[kl] ", "q.scale (scale_tril)", k.rule,
+                      "distribution " + std::to_string(i) + ", row " + std::to_string(k.r) +
+                          ", column " + std::to_string(k.c)});
+    }
+  }
+}
+
+TEST(Validate, ScaleTrilRows) {
+  check_tril_rows<float>(32);
+  check_tril_rows<float>(7);
+  check_tril_rows<double>(32);
+  check_tril_rows<double>(7);
+}
+
 // The same checks through a strided view (the fast pass has a separate loop for it): every
 // matrix stored transposed, read with strides {9, 1, 3}.
 TEST(Validate, ScaleTrilStrided) {
