@@ -31,11 +31,11 @@ inline std::int64_t rowwise_full_ld_q(std::int64_t d) {
 }
 
 // Doubles of scratch one worker needs at dimension d (any target): the staged factors, the rows
-// of one tile of M, 1 / Lq_kk and Lp_kk / Lq_kk.
+// of one tile of M, 1 / Lq_kk, Lp_kk / Lq_kk and mu_p - mu_q.
 inline std::int64_t rowwise_full_scratch(std::int64_t d) {
   return d * (rowwise_full_ld_b(d) + rowwise_full_ld_q(d) +
               kRowwiseFullMaxVectors * kRowwiseFullPad) +
-         2 * rowwise_full_ld_q(d);
+         3 * rowwise_full_ld_q(d);
 }
 
 // out[i] = KL(p_i || q_i) for lo <= i < hi (out is indexed by i itself), a side with one row

@@ -105,8 +105,6 @@ struct TriTileShape {
 inline constexpr TriTileShape kRowwiseFullTileAvx3{4, 4};
 // AVX2 and below (16 registers): 8 accumulators + 4 + 1. Not tuned (fallback only).
 inline constexpr TriTileShape kRowwiseFullTileOther{2, 4};
-// Pairs ahead whose factors are prefetched (rowwise_full-inl.h); not measured yet.
-inline constexpr std::int64_t kRowwiseFullPrefetchAhead = 1;
 // The widest tile of any target, which sizes the scratch.
 inline constexpr std::int64_t kRowwiseFullMaxVectors = 4;
 
