@@ -1,4 +1,60 @@
+// The rows of a contiguous scale_tril are checked by a Highway kernel (TrilRows below), so this
+// file is compiled once per SIMD target (foreach_target.h); everything else is in HWY_ONCE.
+#undef HWY_TARGET_INCLUDE
+// A path from src/, an include directory (__FILE__ is not reliable).
+#define HWY_TARGET_INCLUDE "core/validate.cpp"
+#include "hwy/foreach_target.h"  // must come before highway.h
+#include "hwy/highway.h"
+//
+#include <cstdint>
+
 #include "core/validate.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace gausskl::detail::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// True if every row r < d of m (row stride row_stride, unit column stride) is finite on and left
+// of column r and 0 right of it, and its diagonal entry passes tril_diagonal_ok. Per vector,
+// x * w with w = 0 left of the diagonal (x * 0 is 0 for finite x, NaN for inf and NaN) and w = 1
+// right of it must compare equal to 0 (-0 does, NaN does not); row r's w is window + d - 1 - r,
+// window = [0] * d + [1] * (d - 1). The comparisons are ANDed as masks (a running sum would chain
+// every vector on the add latency; Ne would not do: it is false for NaN), the diagonal is checked
+// branch-free.
+template <class T>
+bool TrilRows(const T* HWY_RESTRICT m, std::int64_t row_stride, std::int64_t d,
+              const T* HWY_RESTRICT window) {
+  const hn::ScalableTag<T> dt;
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(dt));
+  const auto zero = hn::Zero(dt);
+  auto good = hn::FirstN(dt, static_cast<std::size_t>(lanes));
+  bool bad_diagonal = false;
+  const std::int64_t whole = d / lanes * lanes;
+  for (std::int64_t r = 0; r < d; ++r) {
+    const T* HWY_RESTRICT row = m + r * row_stride;
+    const T* HWY_RESTRICT w = window + d - 1 - r;
+    for (std::int64_t c = 0; c < whole; c += lanes)
+      good = hn::And(good, hn::Eq(hn::Mul(hn::LoadU(dt, row + c), hn::LoadU(dt, w + c)), zero));
+    for (std::int64_t c = whole; c < d; ++c)
+      bad_diagonal |= !(row[c] * w[c] == 0);
+    // tril_diagonal_ok, without branches.
+    const double x = row[r], v = x * x;
+    bad_diagonal |= !(x > 0) | !(v >= kMinVariance) | !(v <= kMaxVariance);
+  }
+  return !bad_diagonal && hn::AllTrue(dt, good);
+}
+
+bool TrilRowsF32(const float* m, std::int64_t row_stride, std::int64_t d, const float* window) {
+  return TrilRows(m, row_stride, d, window);
+}
+bool TrilRowsF64(const double* m, std::int64_t row_stride, std::int64_t d, const double* window) {
+  return TrilRows(m, row_stride, d, window);
+}
+
+}  // namespace gausskl::detail::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
 
 #include <algorithm>
 #include <bit>
@@ -232,8 +288,18 @@ bool full_looks_valid(const View<T, 3>& s, std::int64_t i, bool lower) {
   return true;
 }
 
-// 1 above the diagonal, 0 elsewhere, for every row of a scale_tril at once: row r's mask is
-// window + d - 1 - r (its entry c is 1 exactly when c > r).
+HWY_EXPORT(TrilRowsF32);
+HWY_EXPORT(TrilRowsF64);
+
+// TrilRows of the target chosen at run time.
+bool tril_rows(const float* m, std::int64_t row_stride, std::int64_t d, const float* window) {
+  return HWY_DYNAMIC_DISPATCH(TrilRowsF32)(m, row_stride, d, window);
+}
+bool tril_rows(const double* m, std::int64_t row_stride, std::int64_t d, const double* window) {
+  return HWY_DYNAMIC_DISPATCH(TrilRowsF64)(m, row_stride, d, window);
+}
+
+// TrilRows' mask: row r's is window + d - 1 - r, 1 exactly right of the diagonal.
 template <class T>
 std::vector<T> upper_window(std::int64_t d) {
   std::vector<T> window(static_cast<std::size_t>(2 * d - 1), T(0));
@@ -241,33 +307,12 @@ std::vector<T> upper_window(std::int64_t d) {
   return window;
 }
 
-// True if the d values of a contiguous row are finite where mask is 0 and are 0 where it is 1:
-// x * 0 is 0 for finite x and NaN for inf and NaN, x * 1 is x. One pass, in the select form
-// that GCC vectorizes (see all_within); about 3x faster than count_nonfinite + all_within
-// per row (row-wise full 4096 x 32 float, validation of p and q alone, 1 thread: 4.4 -> 2.0 ms,
-// about the time of streaming the 33 MB from L3).
-template <class T>
-bool tril_row_ok(const T* row, const T* mask, std::int64_t d) {
-  T bad = 0;
-  for (std::int64_t h = 0; h < d; ++h)
-    bad = row[h] * mask[h] == 0 ? bad : T(1);
-  return bad == 0;
-}
-
 // Whether distribution i passes every rule of check_full, without saying which one fails.
 // window: upper_window(d) when lower and the rows are contiguous, else empty.
 template <class T>
 bool full_valid(const View<T, 3>& s, std::int64_t i, bool lower, const std::vector<T>& window) {
   const std::int64_t d = s.shape[1];
-  if (!window.empty()) {
-    for (std::int64_t r = 0; r < d; ++r) {
-      const T* row = &s(i, r, 0);
-      if (!tril_row_ok(row, window.data() + d - 1 - r, d) || !tril_diagonal_ok(row[r])) {
-        return false;
-      }
-    }
-    return true;
-  }
+  if (!window.empty()) return tril_rows(&s(i, 0, 0), s.strides[1], d, window.data());
   if (!full_looks_valid(s, i, lower)) return false;
   for (std::int64_t r = 0; r < d; ++r) {
     if (lower && !tril_diagonal_ok(s(i, r, r))) return false;
@@ -405,3 +450,4 @@ GAUSSKL_INSTANTIATE(double)
 #undef GAUSSKL_INSTANTIATE
 
 }  // namespace gausskl::detail
+#endif  // HWY_ONCE

@@ -13,6 +13,7 @@
 
 #include "core/names.hpp"
 #include "gausskl/ops.hpp"
+#include "hwy/tests/hwy_gtest.h"
 #include "support/batches.hpp"
 #include "support/generators.hpp"
 
@@ -191,35 +192,39 @@ TEST(Validate, ScaleTril) {
                  {"q.scale (scale_tril)", "finite", "nan", "distribution 3, row 2, column 0"});
 }
 
-// The one-pass check of contiguous scale_tril rows (x * 0 for finite, x * 1 for zero above the
-// diagonal), in float and double at D = 32 (whole vectors) and 7 (a tail): each rule broken at
-// the first and last entries that carry it, in one of 64 distributions on 2 threads, with a
-// second bad value in a later distribution; -0 above the diagonal is 0, a subnormal is not.
+// The SIMD check of scale_tril rows with unit column stride (x * 0 for finite, x * 1 for zero
+// above the diagonal, the diagonal alongside), on every compiled Highway target, in float and
+// double, at D = 32 (whole vectors) and 7 (a tail on the wide targets), rows contiguous or padded:
+// each rule broken at the first and last entries that carry it, in one of 64 distributions on 2
+// threads, with a second bad value in a later distribution; -0 above the diagonal is 0, a
+// subnormal is not.
 template <class T>
-void check_tril_rows(std::int64_t d) {
-  const std::int64_t n = 64;
+void check_tril_rows(std::int64_t d, std::int64_t row_stride) {
+  const std::int64_t n = 64, matrix = d * row_stride;
   std::vector<T> mean(static_cast<std::size_t>(n * d), T(0)),
-      scale(static_cast<std::size_t>(n * d * d), T(0));
+      scale(static_cast<std::size_t>(n * matrix), T(7));  // padding: not read
+  const auto at = [&](std::int64_t i, std::int64_t r, std::int64_t c) -> std::size_t {
+    return static_cast<std::size_t>(i * matrix + r * row_stride + c);
+  };
   for (std::int64_t i = 0; i < n; ++i)
-    for (std::int64_t h = 0; h < d; ++h) {
-      scale[static_cast<std::size_t>((i * d + h) * d + h)] = T(1);
-      for (std::int64_t c = 0; c < h; ++c)
-        scale[static_cast<std::size_t>((i * d + h) * d + c)] = T(-0.25);
-    }
+    for (std::int64_t r = 0; r < d; ++r)
+      for (std::int64_t c = 0; c < d; ++c)
+        scale[at(i, r, c)] = c == r ? T(1) : c < r ? T(-0.25) : T(0);
   const DiagBatch<T> p{n, d, DiagParam::stddev, std::vector<T>(mean.size(), T(0)),
                        std::vector<T>(mean.size(), T(1))};
   const auto run = [&](const std::vector<T>& s) {
     std::vector<T> out(static_cast<std::size_t>(n));
     Options options;
     options.threads = 2;
+    const View<T, 3> view{s.data(), {n, d, d}, {matrix, row_stride, 1}};
     kl(Gaussians<T>(p.view()),
-       Gaussians<T>(FullGaussians<T>{contiguous<T, 2>(mean.data(), {n, d}),
-                                     contiguous<T, 3>(s.data(), {n, d, d}), FullParam::scale_tril}),
+       Gaussians<T>(
+           FullGaussians<T>{contiguous<T, 2>(mean.data(), {n, d}), view, FullParam::scale_tril}),
        std::span<T>(out), options);
   };
   run(scale);  // valid
   std::vector<T> signed_zero = scale;
-  signed_zero[static_cast<std::size_t>((5 * d + 0) * d + d - 1)] = T(-0.0);
+  signed_zero[at(5, 0, d - 1)] = T(-0.0);
   run(signed_zero);  // -0 above the diagonal is 0
   struct Case {
     std::int64_t r, c;
@@ -240,8 +245,8 @@ void check_tril_rows(std::int64_t d) {
   for (const std::int64_t i : {std::int64_t{0}, std::int64_t{33}, n - 1}) {
     for (const Case& k : cases) {
       std::vector<T> bad = scale;
-      bad[static_cast<std::size_t>((i * d + k.r) * d + k.c)] = k.value;
-      if (i + 1 < n) bad[static_cast<std::size_t>(((n - 1) * d + 1) * d + 0)] = nan;
+      bad[at(i, k.r, k.c)] = k.value;
+      if (i + 1 < n) bad[at(n - 1, 1, 0)] = nan;
       expect_invalid([&] { run(bad); },
                      {"[kl] ", "q.scale (scale_tril)", k.rule,
                       "distribution " + std::to_string(i) + ", row " + std::to_string(k.r) +
@@ -250,11 +255,16 @@ void check_tril_rows(std::int64_t d) {
   }
 }
 
-TEST(Validate, ScaleTrilRows) {
-  check_tril_rows<float>(32);
-  check_tril_rows<float>(7);
-  check_tril_rows<double>(32);
-  check_tril_rows<double>(7);
+class ValidateTargets : public hwy::TestWithParamTarget {};
+HWY_TARGET_INSTANTIATE_TEST_SUITE_P(ValidateTargets);
+
+TEST_P(ValidateTargets, ScaleTrilRows) {
+  for (const std::int64_t d : {32, 7}) {
+    for (const std::int64_t row_stride : {d, d + 3}) {
+      check_tril_rows<float>(d, row_stride);
+      check_tril_rows<double>(d, row_stride);
+    }
+  }
 }
 
 // The same checks through a strided view (the fast pass has a separate loop for it): every
