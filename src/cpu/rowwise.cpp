@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -8,6 +9,7 @@
 #include "cpu/rowwise_diag.hpp"
 #include "cpu/rowwise_full.hpp"
 #include "cpu/saturating.hpp"
+#include "cpu/tunables.hpp"
 
 namespace gausskl::cpu {
 
@@ -76,8 +78,14 @@ void kl_rowwise_tril(const Gaussians<T>& p, const Gaussians<T>& q, std::int64_t 
   const auto misalign = reinterpret_cast<std::uintptr_t>(scratch.data()) % 64;
   double* base = scratch.data() + (misalign ? (64 - misalign) / sizeof(double) : 0);
   std::vector<double> result(static_cast<std::size_t>(n));
-  parallel_for(n, threads, [&](int w, std::int64_t lo, std::int64_t hi) {
-    rowwise_full(*as_tril(&p), *as_tril(&q), lo, hi, result.data(), base + w * per_worker);
+  // Rows go out in chunks from a shared counter, not one range per worker: on a busy machine a
+  // worker that is descheduled leaves its rows to the others. Any split gives the same bits.
+  std::atomic<std::int64_t> next{0};
+  parallel_for(threads, threads, [&](int w, std::int64_t, std::int64_t) {
+    for (std::int64_t lo; (lo = next.fetch_add(kRowwiseFullChunk)) < n;) {
+      rowwise_full(*as_tril(&p), *as_tril(&q), lo, std::min(n, lo + kRowwiseFullChunk),
+                   result.data(), base + w * per_worker);
+    }
   });
   std::transform(result.begin(), result.end(), out, [](double x) { return static_cast<U>(x); });
 }

@@ -105,6 +105,10 @@ struct TriTileShape {
 inline constexpr TriTileShape kRowwiseFullTileAvx3{4, 4};
 // AVX2 and below (16 registers): 8 accumulators + 4 + 1. Not tuned (fallback only).
 inline constexpr TriTileShape kRowwiseFullTileOther{2, 4};
+// Rows per chunk handed to a worker (rowwise.cpp): small enough that a descheduled worker's rows
+// are taken by the other, large enough that the shared counter costs nothing (64 pairs at D = 32
+// take ~60 us).
+inline constexpr std::int64_t kRowwiseFullChunk = 64;
 // The widest tile of any target, which sizes the scratch.
 inline constexpr std::int64_t kRowwiseFullMaxVectors = 4;
 

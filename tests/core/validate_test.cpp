@@ -195,12 +195,12 @@ TEST(Validate, ScaleTril) {
 // The SIMD check of scale_tril rows with unit column stride (x * 0 for finite, x * 1 for zero
 // above the diagonal, the diagonal alongside), on every compiled Highway target, in float and
 // double, at D = 32 (whole vectors) and 7 (a tail on the wide targets), rows contiguous or padded:
-// each rule broken at the first and last entries that carry it, in one of 64 distributions on 2
-// threads, with a second bad value in a later distribution; -0 above the diagonal is 0, a
-// subnormal is not.
+// each rule broken at the first and last entries that carry it, in one of 300 distributions
+// (several chunks of first_invalid) on 2 threads, with a second bad value in a later distribution;
+// -0 above the diagonal is 0, a subnormal is not.
 template <class T>
 void check_tril_rows(std::int64_t d, std::int64_t row_stride) {
-  const std::int64_t n = 64, matrix = d * row_stride;
+  const std::int64_t n = 300, matrix = d * row_stride;
   std::vector<T> mean(static_cast<std::size_t>(n * d), T(0)),
       scale(static_cast<std::size_t>(n * matrix), T(7));  // padding: not read
   const auto at = [&](std::int64_t i, std::int64_t r, std::int64_t c) -> std::size_t {
@@ -242,7 +242,7 @@ void check_tril_rows(std::int64_t d, std::int64_t row_stride) {
       {d - 1, d - 1, T(-2), "positive diagonal"},
       {d / 2, d / 2, nan, "finite"},
   };
-  for (const std::int64_t i : {std::int64_t{0}, std::int64_t{33}, n - 1}) {
+  for (const std::int64_t i : {std::int64_t{0}, std::int64_t{70}, std::int64_t{130}, n - 1}) {
     for (const Case& k : cases) {
       std::vector<T> bad = scale;
       bad[at(i, k.r, k.c)] = k.value;
