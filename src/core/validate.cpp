@@ -20,7 +20,9 @@ namespace hn = hwy::HWY_NAMESPACE;
 // right of it must compare equal to 0 (-0 does, NaN does not); row r's w is window + d - 1 - r,
 // window = [0] * d + [1] * (d - 1). The comparisons are ANDed as masks (a running sum would chain
 // every vector on the add latency; Ne would not do: it is false for NaN), the diagonal is checked
-// branch-free.
+// branch-free. p and q of 4096 x 32 float, 1 thread: the same pass autovectorized by GCC (SSE2
+// in this build) took 1.45 ms in L2 and 2.0-2.5 ms from L3, this kernel 0.93 and 1.55-1.9 ms (the
+// per-row count_nonfinite + all_within of full_looks_valid: 4.4 ms from L3).
 template <class T>
 bool TrilRows(const T* HWY_RESTRICT m, std::int64_t row_stride, std::int64_t d,
               const T* HWY_RESTRICT window) {
