@@ -3,6 +3,9 @@
 // (libm, the path kl() took before the kernel). N = 4096 rows; per_element is the time per
 // (i, h). Cases: stddev || stddev (data as bench_rowwise's BM_kl_diag), logvar || N(0, I) (the
 // VAE term), and near-duplicates (stddev q = p (1 + 1e-6 u): every |r| is small).
+// Also the row-wise scale_tril kernel (src/cpu/rowwise_full.hpp), D = 32, with N = 128 pairs (the
+// factors stay in L2) and N = 4096 (33 MB of float factors, streamed from L3); per_pair is the
+// time per row.
 // Run with --benchmark_repetitions=5 and read the min rows (the machine is shared).
 #include <benchmark/benchmark.h>
 
@@ -13,6 +16,8 @@
 
 #include "bench_data.hpp"
 #include "cpu/rowwise_diag.hpp"
+#include "cpu/rowwise_full.hpp"
+#include "hwy/aligned_allocator.h"
 #include "hwy/targets.h"
 
 namespace {
@@ -62,6 +67,47 @@ void BM_rowwise_diag(benchmark::State& state, std::int64_t target, Case c) {
   hwy::SetSupportedTargetsForTest(0);
 }
 
+// Lower-triangular factors as bench_rowwise's BM_kl_full builds them: diagonal in [0.5, 2), below
+// it uniform in [-0.3, 0.3).
+template <class T>
+std::vector<T> factors(std::int64_t n, std::int64_t d, std::uint64_t seed) {
+  const std::vector<T> u = random<T>(n * d * d, -0.3, 0.3, seed);
+  const std::vector<T> diag = random<T>(n * d, 0.5, 2, seed + 1);
+  std::vector<T> l(u.size(), T(0));
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t r = 0; r < d; ++r)
+      for (std::int64_t c = 0; c <= r; ++c)
+        l[(i * d + r) * d + c] = c == r ? diag[i * d + r] : u[(i * d + r) * d + c];
+  return l;
+}
+
+template <class T>
+void BM_rowwise_full(benchmark::State& state, std::int64_t target) {
+  const std::int64_t n = state.range(0), d = state.range(1);
+  const std::vector<T> mp = random<T>(n * d, -2, 2, 1), mq = random<T>(n * d, -2, 2, 3);
+  const std::vector<T> lp = factors<T>(n, d, 5), lq = factors<T>(n, d, 7);
+  const gausskl::FullGaussians<T> p{gausskl::contiguous<T, 2>(mp.data(), {n, d}),
+                                    gausskl::contiguous<T, 3>(lp.data(), {n, d, d}),
+                                    gausskl::FullParam::scale_tril};
+  const gausskl::FullGaussians<T> q{gausskl::contiguous<T, 2>(mq.data(), {n, d}),
+                                    gausskl::contiguous<T, 3>(lq.data(), {n, d, d}),
+                                    gausskl::FullParam::scale_tril};
+  const auto scratch =
+      hwy::AllocateAligned<double>(static_cast<std::size_t>(gausskl::cpu::rowwise_full_scratch(d)));
+  std::vector<double> out(static_cast<std::size_t>(n));
+  hwy::SetSupportedTargetsForTest(target);
+  for (auto _ : state) {
+    gausskl::cpu::rowwise_full(p, q, 0, n, out.data(), scratch.get());
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["per_pair"] =
+      benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate |
+                                                     benchmark::Counter::kInvert);
+  state.SetLabel(gausskl::cpu::rowwise_full_target());
+  hwy::SetSupportedTargetsForTest(0);
+}
+
 void register_all() {
   std::vector<std::int64_t> targets = hwy::SupportedAndGeneratedTargets();
   targets.push_back(0);  // the scalar reference
@@ -77,6 +123,13 @@ void register_all() {
                                                     BM_rowwise_diag<double>, target, c)}) {
         bm->ArgName("D")->Arg(256)->UseRealTime();
       }
+    }
+    if (!target) continue;
+    for (auto* bm : {benchmark::RegisterBenchmark(("BM_rowwise_full<float>/" + tname).c_str(),
+                                                  BM_rowwise_full<float>, target),
+                     benchmark::RegisterBenchmark(("BM_rowwise_full<double>/" + tname).c_str(),
+                                                  BM_rowwise_full<double>, target)}) {
+      bm->ArgNames({"N", "D"})->Args({128, 32})->Args({4096, 32})->UseRealTime();
     }
   }
 }

@@ -1,11 +1,15 @@
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <vector>
 
 #include "cpu/backend.hpp"
 #include "cpu/kl_pair.hpp"
 #include "cpu/parallel.hpp"
 #include "cpu/rowwise_diag.hpp"
+#include "cpu/rowwise_full.hpp"
 #include "cpu/saturating.hpp"
+#include "cpu/tunables.hpp"
 
 namespace gausskl::cpu {
 
@@ -46,6 +50,46 @@ void kl_rowwise_diag(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t 
   std::transform(result.begin(), result.end(), out, [](double x) { return static_cast<U>(x); });
 }
 
+// Full p and full q, both scale_tril (the factors every full path would compute anyway): the
+// SIMD kernel of rowwise_full.hpp reads the views in place and cannot fail, so only its scratch
+// (per worker, a few tens of KiB at D = 32) and the result buffer are allocated.
+template <class T>
+const FullGaussians<T>* as_tril(const Gaussians<T>* g) {
+  const auto* full = g ? std::get_if<FullGaussians<T>>(&g->variant()) : nullptr;
+  return full && full->param == FullParam::scale_tril ? full : nullptr;
+}
+template <class T>
+bool both_tril(const Gaussians<T>& p, const Gaussians<T>* q) {
+  return as_tril(&p) && as_tril(q);
+}
+
+// Each worker's scratch starts on a cache line of its own (staged rows are read as whole
+// vectors).
+constexpr std::int64_t kLineDoubles = 8;
+std::int64_t tril_worker_doubles(std::int64_t d) {
+  return (rowwise_full_scratch(d) + kLineDoubles - 1) / kLineDoubles * kLineDoubles;
+}
+
+template <class T, class U>
+void kl_rowwise_tril(const Gaussians<T>& p, const Gaussians<T>& q, std::int64_t n, U* out,
+                     int threads) {
+  const std::int64_t per_worker = tril_worker_doubles(p.d());
+  std::vector<double> scratch(static_cast<std::size_t>(threads * per_worker + kLineDoubles));
+  const auto misalign = reinterpret_cast<std::uintptr_t>(scratch.data()) % 64;
+  double* base = scratch.data() + (misalign ? (64 - misalign) / sizeof(double) : 0);
+  std::vector<double> result(static_cast<std::size_t>(n));
+  // Rows go out in chunks from a shared counter, not one range per worker: on a busy machine a
+  // worker that is descheduled leaves its rows to the others. Any split gives the same bits.
+  std::atomic<std::int64_t> next{0};
+  parallel_for(threads, threads, [&](int w, std::int64_t, std::int64_t) {
+    for (std::int64_t lo; (lo = next.fetch_add(kRowwiseFullChunk)) < n;) {
+      rowwise_full(*as_tril(&p), *as_tril(&q), lo, std::min(n, lo + kRowwiseFullChunk),
+                   result.data(), base + w * per_worker);
+    }
+  });
+  std::transform(result.begin(), result.end(), out, [](double x) { return static_cast<U>(x); });
+}
+
 // What kl_rowwise allocates per distribution and per worker.
 struct RowwiseSizes {
   Layout p_layout, q_layout;  // q_layout: N(0, I)'s without q
@@ -67,9 +111,13 @@ template <class T>
 std::int64_t kl_rowwise_footprint(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t n,
                                   int threads) {
   if (both_diag(p, q)) return sat_mul(8, n);  // kl_rowwise_diag's result buffer
-  const RowwiseSizes sizes(p, q);
   threads = static_cast<int>(
       std::clamp<std::int64_t>(resolve_threads(threads), 1, std::max<std::int64_t>(n, 1)));
+  if (both_tril(p, q)) {  // kl_rowwise_tril's scratch and result buffer
+    return sat_mul(8,
+                   sat_add(sat_add(sat_mul(threads, tril_worker_doubles(p.d())), kLineDoubles), n));
+  }
+  const RowwiseSizes sizes(p, q);
   // The workers' slots and scratch, the result buffer, and the fixed p, q and scratch.
   const std::int64_t doubles =
       sat_add(sat_add(sat_mul(threads, sizes.per_worker), n),
@@ -84,6 +132,10 @@ Failure kl_rowwise(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t n,
       std::clamp<std::int64_t>(resolve_threads(threads), 1, std::max<std::int64_t>(n, 1)));
   if (both_diag(p, q)) {
     kl_rowwise_diag(p, q, n, out, threads);
+    return {};
+  }
+  if (both_tril(p, q)) {
+    kl_rowwise_tril(p, *q, n, out, threads);
     return {};
   }
   const Factoring fp = jitter.of_p(), fq = jitter.of_q();

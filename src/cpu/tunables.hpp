@@ -103,4 +103,29 @@ inline constexpr std::int64_t kFullNc = 256;
 // 73 vs 5115 ms. Dimensions below 16 were not measured: 1 keeps every full q on one path.
 inline constexpr std::int64_t kFullPairsMinD = 1;
 
+// ---- rowwise_full (rowwise_full.hpp): row-wise KL of two scale_tril batches ----
+
+// The register tile of the blocked substitution (rowwise_full-inl.h): `rows` rows of M by
+// `vectors` vectors of its columns. Accumulators take rows * vectors registers, plus `vectors`
+// for a row of M above the block and one broadcast.
+struct TriTileShape {
+  std::int64_t rows;
+  std::int64_t vectors;
+};
+// AVX-512 (32 registers): 8 accumulators + 2 + 1; D = 32 (33 columns of B) makes three tiles.
+// kl_rowwise on 128 pairs of 32 x 32 float factors (in L2; the case
+// BM_rowwise_full<float>/AVX3/N:128/D:32 of gausskl_bench_rowwise_kernel), 1 thread, min of 6
+// runs of 2000 calls: 4x2 0.107 ms, 4x1 0.108, 4x3 0.110, 4x4 0.113, 3x4 0.114, 2x4 0.115; the
+// spread is about this machine's noise (~5%).
+inline constexpr TriTileShape kRowwiseFullTileAvx3{4, 2};
+// AVX2 and below (16 registers): 8 accumulators + 4 + 1. Not tuned (fallback only).
+inline constexpr TriTileShape kRowwiseFullTileOther{2, 4};
+// Rows per chunk handed to a worker (rowwise.cpp): small enough that a descheduled worker's rows
+// are taken by the other, large enough that the shared counter costs nothing (64 pairs at D = 32
+// take ~60 us). kl_rowwise alone, 4096 x 32 float, 2 threads on this busy machine, min of 40
+// calls over 4 runs: one range per thread 4.0-5.6 ms, chunks of 64 3.6-4.8 ms.
+inline constexpr std::int64_t kRowwiseFullChunk = 64;
+// The widest tile of any target, which sizes the scratch.
+inline constexpr std::int64_t kRowwiseFullMaxVectors = 4;
+
 }  // namespace gausskl::cpu

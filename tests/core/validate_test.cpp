@@ -13,6 +13,7 @@
 
 #include "core/names.hpp"
 #include "gausskl/ops.hpp"
+#include "hwy/tests/hwy_gtest.h"
 #include "support/batches.hpp"
 #include "support/generators.hpp"
 
@@ -189,6 +190,81 @@ TEST(Validate, ScaleTril) {
   q.scale[(3 * 3 + 2) * 3 + 0] = kNan;
   expect_invalid([&] { run_kl(p.view(), q.view()); },
                  {"q.scale (scale_tril)", "finite", "nan", "distribution 3, row 2, column 0"});
+}
+
+// The SIMD check of scale_tril rows with unit column stride (x * 0 for finite, x * 1 for zero
+// above the diagonal, the diagonal alongside), on every compiled Highway target, in float and
+// double, at D = 32 (whole vectors) and 7 (a tail on the wide targets), rows contiguous or padded:
+// each rule broken at the first and last entries that carry it, in one of 300 distributions
+// (several chunks of first_invalid) on 2 threads, with a second bad value in a later distribution;
+// -0 above the diagonal is 0, a subnormal is not.
+template <class T>
+void check_tril_rows(std::int64_t d, std::int64_t row_stride) {
+  const std::int64_t n = 300, matrix = d * row_stride;
+  std::vector<T> mean(static_cast<std::size_t>(n * d), T(0)),
+      scale(static_cast<std::size_t>(n * matrix), T(7));  // padding: not read
+  const auto at = [&](std::int64_t i, std::int64_t r, std::int64_t c) -> std::size_t {
+    return static_cast<std::size_t>(i * matrix + r * row_stride + c);
+  };
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t r = 0; r < d; ++r)
+      for (std::int64_t c = 0; c < d; ++c)
+        scale[at(i, r, c)] = c == r ? T(1) : c < r ? T(-0.25) : T(0);
+  const DiagBatch<T> p{n, d, DiagParam::stddev, std::vector<T>(mean.size(), T(0)),
+                       std::vector<T>(mean.size(), T(1))};
+  const auto run = [&](const std::vector<T>& s) {
+    std::vector<T> out(static_cast<std::size_t>(n));
+    Options options;
+    options.threads = 2;
+    const View<T, 3> view{s.data(), {n, d, d}, {matrix, row_stride, 1}};
+    kl(Gaussians<T>(p.view()),
+       Gaussians<T>(
+           FullGaussians<T>{contiguous<T, 2>(mean.data(), {n, d}), view, FullParam::scale_tril}),
+       std::span<T>(out), options);
+  };
+  run(scale);  // valid
+  std::vector<T> signed_zero = scale;
+  signed_zero[at(5, 0, d - 1)] = T(-0.0);
+  run(signed_zero);  // -0 above the diagonal is 0
+  struct Case {
+    std::int64_t r, c;
+    T value;
+    const char* rule;
+  };
+  const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
+  const Case cases[] = {
+      {0, 1, T(0.5), "lower triangular"},
+      {d - 2, d - 1, std::numeric_limits<T>::denorm_min(), "lower triangular"},
+      {0, d - 1, inf, "finite"},  // finiteness is checked first
+      {d - 1, 0, nan, "finite"},
+      {d - 1, d - 2, -inf, "finite"},
+      {0, 0, T(0), "positive diagonal"},
+      {d - 1, d - 1, T(-2), "positive diagonal"},
+      {d / 2, d / 2, nan, "finite"},
+  };
+  for (const std::int64_t i : {std::int64_t{0}, std::int64_t{70}, std::int64_t{130}, n - 1}) {
+    for (const Case& k : cases) {
+      std::vector<T> bad = scale;
+      bad[at(i, k.r, k.c)] = k.value;
+      if (i + 1 < n) bad[at(n - 1, 1, 0)] = nan;
+      expect_invalid([&] { run(bad); },
+                     {"[kl] ", "q.scale (scale_tril)", k.rule,
+                      "distribution " + std::to_string(i) + ", row " + std::to_string(k.r) +
+                          ", column " + std::to_string(k.c)});
+    }
+  }
+}
+
+class ValidateTargets : public hwy::TestWithParamTarget {};
+HWY_TARGET_INSTANTIATE_TEST_SUITE_P(ValidateTargets);
+
+TEST_P(ValidateTargets, ScaleTrilRows) {
+  for (const std::int64_t d : {32, 7}) {
+    for (const std::int64_t row_stride : {d, d + 3}) {
+      check_tril_rows<float>(d, row_stride);
+      check_tril_rows<double>(d, row_stride);
+    }
+  }
 }
 
 // The same checks through a strided view (the fast pass has a separate loop for it): every

@@ -1,0 +1,234 @@
+// The row-wise scale_tril kernel of every compiled Highway target against the long-double
+// reference (random and adversarial data, near-duplicates, p = q; D across the vector widths and
+// tile edges; float and double input) and against the prepared path (prepare_one + two_kl);
+// strided and broadcast input; diagonals at the ends of the accepted range.
+#include "cpu/rowwise_full.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "cpu/kl_pair.hpp"
+#include "cpu/prepare.hpp"
+#include "hwy/aligned_allocator.h"
+#include "hwy/tests/hwy_gtest.h"
+#include "support/batches.hpp"
+#include "support/generators.hpp"
+#include "support/oracle.hpp"
+
+namespace gausskl::cpu {
+namespace {
+
+using test::Data;
+using test::FullBatch;
+using test::FullSpec;
+using test::Rng;
+
+// The kernel computes in double whatever the input, so it meets the float64 bar (1e-12) against
+// the long-double reference for float input too, and agrees with the prepared path closer still.
+constexpr double kBar = 1e-12;
+constexpr double kAgreement = 1e-13;
+
+template <class T>
+std::vector<double> run(const FullGaussians<T>& p, const FullGaussians<T>& q, std::int64_t n) {
+  const auto scratch =
+      hwy::AllocateAligned<double>(static_cast<std::size_t>(rowwise_full_scratch(p.mean.shape[1])));
+  std::vector<double> out(static_cast<std::size_t>(n), -1.0);
+  // Two calls over a split of the rows: results must not depend on it.
+  rowwise_full(p, q, 0, n / 3, out.data(), scratch.get());
+  rowwise_full(p, q, n / 3, n, out.data(), scratch.get());
+  return out;
+}
+
+// The same KL by the prepared path every other family pair takes.
+template <class T>
+std::vector<double> run_prepared(const FullGaussians<T>& p, const FullGaussians<T>& q,
+                                 std::int64_t n) {
+  const Gaussians<T> pg(p), qg(q);
+  const Layout lp = layout_for(pg, false), lq = layout_for(qg, false);
+  PreparedBatch bp(lp, 1), bq(lq, 1);
+  std::vector<double> scratch(static_cast<std::size_t>(
+      std::max(prepare_scratch_size(lp), prepare_scratch_size(lq)) + pair_scratch_size(lq)));
+  std::vector<double> out(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) {
+    EXPECT_LT(prepare_one(pg, p.mean.shape[0] == 1 ? 0 : i, lp, bp.slot(0), scratch.data()).index,
+              0);
+    EXPECT_LT(prepare_one(qg, q.mean.shape[0] == 1 ? 0 : i, lq, bq.slot(0), scratch.data()).index,
+              0);
+    out[static_cast<std::size_t>(i)] = 0.5 * two_kl(bp.get(0), bq.get(0), scratch.data());
+  }
+  return out;
+}
+
+double max_difference(const std::vector<double>& a, const std::vector<double>& b) {
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    worst = std::max(worst, std::abs(a[i] - b[i]) / (std::abs(b[i]) + 1));
+  return worst;
+}
+
+// Largest errors seen, printed at the end of the run.
+struct Worst {
+  double f32 = 0, f64 = 0;
+  ~Worst() {
+    std::printf(
+        "rowwise_full kernel: max |got - ref| / (|ref| + 1): f32 input %.3g, f64 input %.3g\n", f32,
+        f64);
+  }
+};
+Worst worst;
+
+template <class T>
+void check(const FullGaussians<T>& p, const FullGaussians<T>& q, bool exact_zero,
+           const std::string& label) {
+  const std::int64_t n = test::broadcast_rows(p.mean.shape[0], q.mean.shape[0]);
+  const std::vector<long double> ref = test::reference_kl(Gaussians<T>(p), Gaussians<T>(q));
+  const std::vector<double> got = run(p, q, n);
+  const double error =
+      test::max_error(std::span<const double>(got), std::span<const long double>(ref));
+  double& w = std::is_same_v<T, float> ? worst.f32 : worst.f64;
+  w = std::max(w, error);
+  EXPECT_LE(error, kBar) << label;
+  EXPECT_LE(max_difference(got, run_prepared(p, q, n)), kAgreement) << label;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    ASSERT_GE(got[i], 0.0) << label << " row " << i;
+    if (exact_zero) {
+      ASSERT_EQ(got[i], 0.0) << label << " row " << i;
+    }
+  }
+}
+
+template <class T>
+void check_all(Rng& rng, std::int64_t n, std::int64_t d, const std::string& target) {
+  for (const Data data : test::all_data()) {
+    const auto [ps, qs] =
+        test::make_specs(rng, data, test::Family::full, test::Family::full, n, n, d);
+    const FullBatch<T> p = test::make_full<T>(std::get<FullSpec>(ps), FullParam::scale_tril);
+    const FullBatch<T> q = test::make_full<T>(std::get<FullSpec>(qs), FullParam::scale_tril);
+    check<T>(p.view(), q.view(), data == Data::identical,
+             target + " " + test::name(data) + " D " + std::to_string(d));
+  }
+}
+
+// A copy of v read with strides (-row, 3, 2) over a larger buffer.
+template <class T>
+View<T, 3> restrided(const View<T, 3>& v, std::vector<T>& storage) {
+  const std::int64_t n = v.shape[0], d = v.shape[1], row = 6 * d * d + 5;
+  storage.assign(static_cast<std::size_t>(n * row), T(-7));
+  View<T, 3> out{storage.data() + (n - 1) * row, v.shape, {-row, 3 * d, 2}};
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t r = 0; r < d; ++r)
+      for (std::int64_t c = 0; c < d; ++c)
+        storage[static_cast<std::size_t>((n - 1 - i) * row + 3 * d * r + 2 * c)] = v(i, r, c);
+  return out;
+}
+
+template <class T>
+View<T, 2> restrided(const View<T, 2>& v, std::vector<T>& storage) {
+  const std::int64_t n = v.shape[0], d = v.shape[1], row = 2 * d + 3;
+  storage.assign(static_cast<std::size_t>(n * row), T(-7));
+  View<T, 2> out{storage.data() + (n - 1) * row, v.shape, {-row, 2}};
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t h = 0; h < d; ++h)
+      storage[static_cast<std::size_t>((n - 1 - i) * row + 2 * h)] = v(i, h);
+  return out;
+}
+
+template <class T>
+void check_strided_and_broadcast(Rng& rng) {
+  for (const std::int64_t d : {1, 3, 17, 40}) {
+    const std::string label = "D " + std::to_string(d);
+    const auto [ps, qs] =
+        test::make_specs(rng, Data::adversarial, test::Family::full, test::Family::full, 5, 5, d);
+    const FullBatch<T> p = test::make_full<T>(std::get<FullSpec>(ps), FullParam::scale_tril);
+    const FullBatch<T> q = test::make_full<T>(std::get<FullSpec>(qs), FullParam::scale_tril);
+    const FullGaussians<T> pv = p.view(), qv = q.view();
+    std::vector<T> s[4];
+    const FullGaussians<T> p_s{restrided(pv.mean, s[0]), restrided(pv.scale, s[1]),
+                               FullParam::scale_tril};
+    const FullGaussians<T> q_s{restrided(qv.mean, s[2]), restrided(qv.scale, s[3]),
+                               FullParam::scale_tril};
+    check<T>(p_s, q_s, false, label + " strided");
+    // Same bits as contiguous: staging widens every entry to the same place.
+    EXPECT_EQ(run(p_s, q_s, 5), run(pv, qv, 5)) << label;
+    // N = 1 on either side, and stride 0 (one row seen as five).
+    FullGaussians<T> p1 = pv, q1 = qv, q0 = qv;
+    p1.mean.shape[0] = p1.scale.shape[0] = 1;
+    q1.mean.shape[0] = q1.scale.shape[0] = 1;
+    q0.mean.strides[0] = q0.scale.strides[0] = 0;
+    check<T>(p1, qv, false, label + " p N = 1");
+    check<T>(pv, q1, false, label + " q N = 1");
+    EXPECT_EQ(run(pv, q1, 5), run(pv, q0, 5)) << label;
+  }
+}
+
+class RowwiseFull : public hwy::TestWithParamTarget {};
+HWY_TARGET_INSTANTIATE_TEST_SUITE_P(RowwiseFull);
+
+TEST_P(RowwiseFull, ChosenTargetIsTheForcedOne) {
+  EXPECT_STREQ(rowwise_full_target(), hwy::TargetName(GetParam()));
+}
+
+TEST_P(RowwiseFull, AllDataAgainstReference) {
+  Rng rng(71);
+  const std::string target = hwy::TargetName(GetParam());
+  for (const std::int64_t d : {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 64, 65}) {
+    check_all<float>(rng, 3, d, target);
+    check_all<double>(rng, 3, d, target);
+  }
+}
+
+TEST_P(RowwiseFull, StridedAndBroadcastInput) {
+  Rng rng(72);
+  check_strided_and_broadcast<float>(rng);
+  check_strided_and_broadcast<double>(rng);
+}
+
+// Diagonals at the ends of the accepted range (squares in [1e-300, 1e300]): log ratios up to
+// |r| ~ 1382, past the vector Expm1's range on the positive side, and factors whose solves span
+// 300 decades.
+TEST_P(RowwiseFull, ExtremeDiagonals) {
+  const std::int64_t d = 9;
+  const std::vector<double> diag_p = {1e-150, 1e150, 1e-100, 1e50, 2.0, 1e-3, 1.0, 7.0, 1e-150};
+  for (const double dq : {1e150, 1e-150, 1.0}) {
+    std::vector<double> lp(d * d, 0.0), lq(d * d, 0.0);
+    for (std::int64_t k = 0; k < d; ++k) {
+      lp[k * d + k] = diag_p[k];
+      lq[k * d + k] = dq;
+      if (k > 0) lp[k * d + k - 1] = 0.5 * diag_p[k], lq[k * d + k - 1] = 0.25 * dq;
+    }
+    if (dq == 1.0) {  // r = 2 log(e^344 / 1e-3) = 701.8: finite, past the vector Expm1's range
+      lp[1 * d + 1] = std::exp(344.0), lq[1 * d + 1] = 1e-3, lp[3 * d + 3] = 1e100;
+    }
+    const FullBatch<double> p{1, d, FullParam::scale_tril, std::vector<double>(d, 1.0), lp};
+    const FullBatch<double> q{1, d, FullParam::scale_tril, std::vector<double>(d, 0.5), lq};
+    const std::string label = "diag_q " + std::to_string(dq);
+    const std::vector<long double> ref =
+        test::reference_kl(Gaussians<double>(p.view()), Gaussians<double>(q.view()));
+    if (!std::isfinite(static_cast<double>(ref[0]))) {
+      EXPECT_EQ(run(p.view(), q.view(), 1)[0], INFINITY) << label;
+      continue;
+    }
+    check<double>(p.view(), q.view(), false, label);
+  }
+}
+
+// Lq = [[2, 0], [1, 1]], Lp = [[4, 0], [3, 5]], delta = (2, 3): M = Lq^{-1} [delta | Lp] =
+// [[1, 2, 0], [2, 1, 5]], so 2 KL = (1 + 4) + 1 + f(2 log 2) + f(2 log 5) with
+// f(r) = e^r - 1 - r.
+TEST_P(RowwiseFull, WorkedByHand) {
+  const FullBatch<double> p{1, 2, FullParam::scale_tril, {3, 4}, {4, 0, 3, 5}};
+  const FullBatch<double> q{1, 2, FullParam::scale_tril, {1, 1}, {2, 0, 1, 1}};
+  const double want = 0.5 * (6 + (4 - 1 - 2 * std::log(2.0)) + (25 - 1 - 2 * std::log(5.0)));
+  EXPECT_NEAR(run(p.view(), q.view(), 1)[0], want, 1e-14 * want);
+}
+
+}  // namespace
+}  // namespace gausskl::cpu
