@@ -149,13 +149,20 @@ std::int64_t rows_per_block(const char* op, const Gaussians<T>& p, const Gaussia
   return std::min(left / row_bytes, n);
 }
 
+// The threads of an all-pairs call: options.threads, fewer for small diagonal calls.
+template <class T>
+int all_pairs_threads(const Gaussians<T>& p, const Gaussians<T>* q, const Options& options) {
+  return cpu::AllPairs::workers(p, q, cpu::resolve_threads(options.threads));
+}
+
 template <class T>
 std::int64_t validate_all_pairs(const char* op, const Gaussians<T>& p, const Gaussians<T>* q,
                                 const Options& options) {
   check_options(op, options);
-  detail::validate(op, "p", p, options.threads);
+  const int threads = all_pairs_threads(p, q, options);
+  detail::validate(op, "p", p, threads);
   if (q) {
-    detail::validate(op, "q", *q, options.threads);
+    detail::validate(op, "q", *q, threads);
     detail::validate_same_d(op, p, *q);
   }
   return q ? q->n() : p.n();
@@ -181,7 +188,7 @@ template <class T, class U>
 void stream_pairwise(const char* op, const Gaussians<T>& p, const Gaussians<T>* q,
                      const RowSink<U>* sink, U* out, const Options& options) {
   const std::int64_t n = p.n(), m = q ? q->n() : n;
-  const int threads = cpu::resolve_threads(options.threads);
+  const int threads = all_pairs_threads(p, q, options);
   constexpr bool in_place = std::is_same_v<U, double>;
   const bool direct = !in_place && cpu::AllPairs::writes_float(p, q);
   const bool to_out = sink == nullptr;
@@ -266,7 +273,7 @@ void knn_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t k,
   const std::int64_t size = detail::checked_mul(op, n, k, "N * k");
   check_size(op, "indices", indices.size(), size);
   check_size(op, "values", values.size(), size);
-  const int threads = cpu::resolve_threads(options.threads);
+  const int threads = all_pairs_threads(p, q, options);
   // A row of the block and its best k.
   const std::int64_t row_bytes = detail::checked_mul(op, m + k, 8, "(M + k) * 8");
   const std::int64_t rows = rows_per_block(op, p, q, options, threads, row_bytes, true);

@@ -76,6 +76,14 @@ Failure AllPairs::prepare(const Gaussians<T>& p, const Gaussians<T>* q, int thre
 }
 
 template <class T>
+int AllPairs::workers(const Gaussians<T>& p, const Gaussians<T>* q, int threads) {
+  if (!writes_float(p, q)) return threads;  // the diagonal path
+  const std::int64_t work = sat_mul(sat_mul(p.n(), (q ? *q : p).n()), p.d());
+  return static_cast<int>(
+      std::clamp<std::int64_t>(work / kDiagPairsWorkPerThread, 1, std::max(threads, 1)));
+}
+
+template <class T>
 std::int64_t AllPairs::footprint(const Gaussians<T>& p, const Gaussians<T>* q, int threads,
                                  double tolerance, bool knn) {
   const Gaussians<T>& qq = q ? *q : p;
@@ -149,6 +157,8 @@ void AllPairs::block(std::int64_t lo, std::int64_t hi, double* out, int threads)
   });
 }
 
+template int AllPairs::workers<float>(const Gaussians<float>&, const Gaussians<float>*, int);
+template int AllPairs::workers<double>(const Gaussians<double>&, const Gaussians<double>*, int);
 template bool AllPairs::writes_float<float>(const Gaussians<float>&, const Gaussians<float>*);
 template bool AllPairs::writes_float<double>(const Gaussians<double>&, const Gaussians<double>*);
 template bool AllPairs::uses_full_pairs<float>(const Gaussians<float>&, const Gaussians<float>&);

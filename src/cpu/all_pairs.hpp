@@ -35,6 +35,11 @@ class AllPairs {
   static std::int64_t footprint(const Gaussians<T>& p, const Gaussians<T>* q, int threads,
                                 double tolerance, bool knn);
 
+  // The workers to use of `threads` for these inputs: fewer on diagonal calls too small to pay
+  // for starting threads (kDiagPairsWorkPerThread).
+  template <class T>
+  static int workers(const Gaussians<T>& p, const Gaussians<T>* q, int threads);
+
   std::int64_t rows() const { return n_; }
   std::int64_t cols() const { return m_; }
 

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
 #include "cpu/diag_quadratic.hpp"
 #include "cpu/diag_quadratic_loops.hpp"
+#include "cpu/diag_row_terms.hpp"
 #include "cpu/diag_terms.hpp"
 #include "cpu/finish_diag.hpp"
 #include "cpu/parallel.hpp"
@@ -31,12 +33,20 @@ struct CompensatedSum {
   double value() const { return sum + carry; }
 };
 
-// Whether a mean and sigma keep every term of the float kernel within the range where its
-// bound holds: variances and precisions in [2^-40, 2^40] and means within 2^20 make each term
-// below 2^84 and each v lam a normal float, so nothing overflows and only terms far below the
-// +1 of the tolerance's |KL| + 1 can underflow (kernel_abs_ covers them).
-bool in_float_kernel_range(double mean, double b) {
-  return std::abs(mean) <= 0x1p20 && b >= 0x1p-20 && b <= 0x1p20;
+// Whether a mean and log sigma keep every term of the float kernel within the range where its
+// bound holds: sigma in [2^-20, 2^20] (variances and precisions in [2^-40, 2^40]; the test on
+// log sigma is a hair inside that) and means within 2^20 make each term below 2^84 and each
+// v lam a normal float, so nothing overflows and only terms far below the +1 of the tolerance's
+// |KL| + 1 can underflow (kernel_abs_ covers them).
+bool in_float_kernel_range(double mean, double log_sigma) {
+  return std::abs(mean) <= 0x1p20 && std::abs(log_sigma) <= 13.8;  // 20 log 2 = 13.86
+}
+
+// The double kernel's bound relative to the computed Q, with the roundings of its operands (v
+// within 2u, lam = (1 / sigma)^2 within 6u; each term is non-negative, so they bound the term's).
+double double_kernel_bound(std::int64_t d) {
+  const double c = diag_quadratic_error_bound<double>(d) + 8 * 0x1p-53;
+  return c / (1 - c);
 }
 
 // The float kernel's bound relative to Q, with the roundings of v and lam to float (each term is
@@ -82,7 +92,7 @@ DiagPairs::DiagPairs(const DiagGaussians<T>& p, const DiagGaussians<T>* q, doubl
     kernel_abs_ = static_cast<double>(d_) * 0x1p-140;
     pack_q(q ? *q : p, q_packed_f_, kernel_f_.tile.nr, threads);
   } else {
-    kernel_bound_ = diag_quadratic_error_bound<double>(d_);
+    kernel_bound_ = double_kernel_bound(d_);
     pack_q(q ? *q : p, q_packed_, kernel_.tile.nr, threads);
   }
 }
@@ -105,25 +115,31 @@ bool DiagPairs::unpack(const DiagGaussians<T>& g, bool as_p, bool in_float, int 
   const int workers = std::max(threads, 1);
   std::vector<char> in_range(static_cast<std::size_t>(workers), 1);
   parallel_for(rows, workers, [&](int w, std::int64_t lo, std::int64_t hi) {
+    // A row's scale parameters, log sigma and variances, for diag_row_terms.
+    std::vector<double> buffer(static_cast<std::size_t>(3 * d));
+    double* const x = buffer.data();
+    double* const log_sigma = x + d;
+    double* const variance = log_sigma + d;
     bool fits = true;
     for (std::int64_t i = lo; i < hi; ++i) {
+      for (std::int64_t h = 0; h < d; ++h)
+        x[h] = g.scale(i, h);
+      diag_row_terms(g.param, x, d, log_sigma, as_p ? variance : nullptr);
       CompensatedSum s;
       double a = 0;
       for (std::int64_t h = 0; h < d; ++h) {
         const std::size_t k = static_cast<std::size_t>(i * d + h);
-        double b = 0, inv_b = 0, lb = 0;
-        diag_terms(g.param, g.scale(i, h), &b, &inv_b, &lb);
         const double mu = g.mean(i, h);
         if (as_p && in_float) {
           mu_f_[k] = static_cast<float>(mu);
-          v_f_[k] = static_cast<float>(b * b);
+          v_f_[k] = static_cast<float>(variance[h]);
         } else if (as_p) {
           mu_[k] = mu;
-          v_[k] = b * b;
+          v_[k] = variance[h];
         }
-        if (in_float) fits &= in_float_kernel_range(mu, b);
-        s.add(2 * lb);
-        a += std::abs(2 * lb);
+        if (in_float) fits &= in_float_kernel_range(mu, log_sigma[h]);
+        s.add(2 * log_sigma[h]);
+        a += std::abs(2 * log_sigma[h]);
       }
       sum[static_cast<std::size_t>(i)] = s.value();
       abs_sum[static_cast<std::size_t>(i)] = a;
@@ -150,8 +166,7 @@ void DiagPairs::pack_q(const DiagGaussians<T>& q, std::vector<U>& packed, std::i
       const std::int64_t cols = std::min(panel, m - j0);
       for (std::int64_t c = 0; c < cols; ++c) {
         for (std::int64_t h = 0; h < d; ++h) {
-          double sigma = 0, inv_b = 0, lb = 0;
-          diag_terms(q.param, q.scale(j0 + c, h), &sigma, &inv_b, &lb);
+          const double inv_b = diag_inv_sigma(q.param, q.scale(j0 + c, h));
           nu_w[c * d + h] = static_cast<U>(q.mean(j0 + c, h));
           lam_w[c * d + h] = static_cast<U>(inv_b * inv_b);
         }
@@ -170,7 +185,9 @@ std::int64_t DiagPairs::footprint(std::int64_t n, std::int64_t m, std::int64_t d
   // kernel's arrays are released before the double kernel's are made, so the larger of the two
   // layouts bounds both.
   const std::int64_t workers = std::max(threads, 1);
-  const std::int64_t sums = sat_mul(8, sat_add(2 * n, self ? 0 : 2 * m));
+  // (and, while unpacking, a row of parameters, log sigma and variances per worker).
+  const std::int64_t sums =
+      sat_mul(8, sat_add(sat_add(2 * n, self ? 0 : 2 * m), sat_mul(workers, sat_mul(3, d))));
   auto layout = [&](std::int64_t bytes, std::int64_t nr) {
     const std::int64_t p_values = sat_mul(n, sat_mul(2, d));
     const std::int64_t packed = diag_packed_q_size(m, d, nr);
@@ -274,10 +291,13 @@ void DiagPairs::block(std::int64_t lo, std::int64_t hi, double* out, int threads
 }
 
 void DiagPairs::block(std::int64_t lo, std::int64_t hi, float* out, int threads) const {
-  const std::int64_t per_worker = float_buffer_values(m_);
-  std::vector<double> buffers(static_cast<std::size_t>(threads * per_worker));
+  // No more than the block needs (a small call would clear megabytes otherwise), not
+  // value-initialized: the kernel writes every entry before the finish reads it.
+  const std::int64_t per_worker = std::min(float_buffer_values(m_), (hi - lo) * m_);
+  const std::unique_ptr<double[]> buffers(
+      new double[static_cast<std::size_t>(threads * per_worker)]);
   rows_in_passes(lo, hi, out, threads, kDiagFloatPassBytes,
-                 [&](int w) { return buffers.data() + w * per_worker; });
+                 [&](int w) { return buffers.get() + w * per_worker; });
 }
 
 template std::int64_t DiagPairs::footprint<float>(std::int64_t, std::int64_t, std::int64_t, bool,

@@ -26,4 +26,20 @@ inline void diag_terms(DiagParam param, double x, double* b, double* inv_b, doub
   }
 }
 
+// 1 / sigma alone, bitwise diag_terms' inv_b, without its logarithm (which, setting errno, the
+// compiler cannot drop when unused).
+inline double diag_inv_sigma(DiagParam param, double x) {
+  switch (param) {
+    case DiagParam::stddev:
+      return 1 / x;
+    case DiagParam::var:
+      return 1 / std::sqrt(x);
+    case DiagParam::logvar:
+      return std::exp(-0.5 * x);
+    case DiagParam::precision:
+      return std::sqrt(x);
+  }
+  return 0;
+}
+
 }  // namespace gausskl::cpu

@@ -31,7 +31,7 @@ HWY_INLINE V FinishVector(D d, V q, V t, V abs_t, const DiagFinishRow& row, std:
       hn::Add(hn::Add(hn::Add(q, hn::Set(d, row.d)), hn::Set(d, std::abs(row.s))), hn::Abs(t));
   const V sums = hn::Add(hn::Set(d, row.abs_s), abs_t);
   const V roundings = hn::Mul(
-      hn::Set(d, kUnit), hn::Add(hn::Mul(hn::Set(d, 3.0), sizes), hn::Mul(hn::Set(d, 2.0), sums)));
+      hn::Set(d, kUnit), hn::Add(hn::Mul(hn::Set(d, 3.0), sizes), hn::Mul(hn::Set(d, 10.0), sums)));
   const V bound = hn::Add(
       hn::Add(hn::Mul(hn::Set(d, row.kernel_bound), q), hn::Set(d, row.kernel_abs)), roundings);
   const V kl = hn::Mul(half, two_kl);

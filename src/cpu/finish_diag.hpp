@@ -10,15 +10,16 @@ namespace gausskl::cpu {
 // What an entry (i, j) of row i needs besides Q_ij, t_j and abs_t_j.
 struct DiagFinishRow {
   double d;             // the dimension D
-  double s, abs_s;      // sum_h log v_ih and sum_h |log v_ih| (computed with error <= 2u abs_s)
+  double s, abs_s;      // sum_h log v_ih and sum_h |log v_ih| (computed with error <= 10u abs_s)
   double tolerance;     // entries whose bound exceeds tolerance * (|KL| + 1) are marked
   double kernel_bound;  // |Q_hat - Q| <= kernel_bound * Q_hat + kernel_abs
   double kernel_abs;
 };
 
 // For j < n, with 2 KL = (Q_j - D) - s + t_j and its bound
-//   b = kernel_bound Q_j + kernel_abs + u (3 (Q_j + D + |s| + |t_j|) + 2 (abs_s + abs_t_j)),
-// u = 2^-53 (the kernel's bound, three roundings of the subtraction, the compensated sums):
+//   b = kernel_bound Q_j + kernel_abs + u (3 (Q_j + D + |s| + |t_j|) + 10 (abs_s + abs_t_j)),
+// u = 2^-53 (the kernel's bound, three roundings of the subtraction, the sums of logarithms:
+// each within 8u (diag_row_terms.hpp), summed with compensation, 2u):
 // out[j] = KL when b / 2 <= tolerance (|KL| + 1) and b / 2 <= KL / 100, else NaN, the mark of an
 // entry to recompute (KL near 0 is always recomputed, so it keeps its relative accuracy). Q is
 // never NaN (the kernel's terms are non-negative), so NaN means exactly that. out may be q when

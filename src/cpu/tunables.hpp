@@ -81,6 +81,13 @@ inline constexpr std::int64_t kDiagPassBytes = std::int64_t{1} << 26;
 // never allocated. 1 MiB: within the flat range above.
 inline constexpr std::int64_t kDiagFloatPassBytes = std::int64_t{1} << 20;
 
+// Diagonal all-pairs calls of fewer than this many (i, j, h) per worker run on fewer workers
+// (AllPairs::workers): each parallel region starts its threads afresh (parallel.hpp), which costs
+// more than a small call's work. pairwise_kl from C++, D = 256, float32, min of 300 calls, 1 vs
+// 2 threads: N = M = 100 (2.6M) 0.50 vs 0.94 ms; with this threshold at 4M, N = M = 200 (10M,
+// two workers) 1.98 vs 1.43 ms, while 8M had made it one worker (2.10 ms).
+inline constexpr std::int64_t kDiagPairsWorkPerThread = std::int64_t{1} << 22;
+
 // ---- full_gemm (full_gemm.hpp): the GEMM of full-covariance all-pairs KL ----
 
 // Depth of a block of k summed in the 8 lanes before its sum is added to the entry: the error

@@ -21,7 +21,7 @@ double scalar_finish(double q, double t, double abs_t, const DiagFinishRow& row)
   const double two_kl = (q - row.d) - row.s + t;
   const double bound =
       row.kernel_bound * q + row.kernel_abs +
-      u * (3 * (q + row.d + std::abs(row.s) + std::abs(t)) + 2 * (row.abs_s + abs_t));
+      u * (3 * (q + row.d + std::abs(row.s) + std::abs(t)) + 10 * (row.abs_s + abs_t));
   const double kl = 0.5 * two_kl;
   const bool keep = 0.5 * bound <= row.tolerance * (std::abs(kl) + 1) && 0.5 * bound <= 1e-2 * kl;
   return keep ? kl : std::numeric_limits<double>::quiet_NaN();

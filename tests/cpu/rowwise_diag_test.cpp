@@ -48,25 +48,6 @@ std::vector<double> run(RowwiseDiagFn<T> fn, const DiagGaussians<T>& p, const Di
   return out;
 }
 
-// |a - b| / (|b| + 1), the oracle tests' measure, between two double results.
-double max_difference(const std::vector<double>& a, const std::vector<double>& b) {
-  double worst = 0;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    worst = std::max(worst, std::abs(a[i] - b[i]) / (std::abs(b[i]) + 1));
-  return worst;
-}
-
-// Largest errors seen, printed at the end of the run.
-struct Worst {
-  double f32 = 0, f64 = 0;
-  ~Worst() {
-    std::printf(
-        "rowwise_diag kernel: max |got - ref| / (|ref| + 1): f32 input %.3g, f64 input %.3g\n", f32,
-        f64);
-  }
-};
-Worst worst;
-
 // The long-double reference of the pair named `key`, computed once per key: every target's test
 // sees the same seeded data, and at D = 1024 the reference (dense, O(D^2) per row) dominates.
 template <class T>
@@ -96,11 +77,11 @@ void check(const DiagGaussians<T>& p, const DiagGaussians<T>* q, bool exact_zero
       test::max_error(std::span<const double>(got), std::span<const long double>(ref));
   const double ref_error =
       test::max_error(std::span<const double>(scalar), std::span<const long double>(ref));
-  double& w = std::is_same_v<T, float> ? worst.f32 : worst.f64;
-  w = std::max(w, error);
+  test::record_error("rowwise_diag kernel", "row-wise",
+                     std::is_same_v<T, float> ? "f32 input" : "f64 input", error);
   EXPECT_LE(error, kBar) << label;
   EXPECT_LE(ref_error, kBar) << label << " (scalar reference)";
-  EXPECT_LE(max_difference(got, scalar), kAgreement) << label;
+  EXPECT_LE(test::max_difference(got, scalar), kAgreement) << label;
   for (std::size_t i = 0; i < got.size(); ++i) {
     ASSERT_GE(got[i], 0.0) << label << " row " << i;
     if (exact_zero) {

@@ -67,24 +67,6 @@ std::vector<double> run_prepared(const FullGaussians<T>& p, const FullGaussians<
   return out;
 }
 
-double max_difference(const std::vector<double>& a, const std::vector<double>& b) {
-  double worst = 0;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    worst = std::max(worst, std::abs(a[i] - b[i]) / (std::abs(b[i]) + 1));
-  return worst;
-}
-
-// Largest errors seen, printed at the end of the run.
-struct Worst {
-  double f32 = 0, f64 = 0;
-  ~Worst() {
-    std::printf(
-        "rowwise_full kernel: max |got - ref| / (|ref| + 1): f32 input %.3g, f64 input %.3g\n", f32,
-        f64);
-  }
-};
-Worst worst;
-
 template <class T>
 void check(const FullGaussians<T>& p, const FullGaussians<T>& q, bool exact_zero,
            const std::string& label) {
@@ -93,10 +75,10 @@ void check(const FullGaussians<T>& p, const FullGaussians<T>& q, bool exact_zero
   const std::vector<double> got = run(p, q, n);
   const double error =
       test::max_error(std::span<const double>(got), std::span<const long double>(ref));
-  double& w = std::is_same_v<T, float> ? worst.f32 : worst.f64;
-  w = std::max(w, error);
+  test::record_error("rowwise_full kernel", "row-wise",
+                     std::is_same_v<T, float> ? "f32 input" : "f64 input", error);
   EXPECT_LE(error, kBar) << label;
-  EXPECT_LE(max_difference(got, run_prepared(p, q, n)), kAgreement) << label;
+  EXPECT_LE(test::max_difference(got, run_prepared(p, q, n)), kAgreement) << label;
   for (std::size_t i = 0; i < got.size(); ++i) {
     ASSERT_GE(got[i], 0.0) << label << " row " << i;
     if (exact_zero) {

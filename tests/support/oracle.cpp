@@ -112,4 +112,11 @@ template std::vector<long double> reference_standard_normal(const Gaussians<doub
 template double max_error(std::span<const float>, std::span<const long double>);
 template double max_error(std::span<const double>, std::span<const long double>);
 
+double max_difference(const std::vector<double>& a, const std::vector<double>& b) {
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    worst = std::max(worst, std::abs(a[i] - b[i]) / (std::abs(b[i]) + 1));
+  return worst;
+}
+
 }  // namespace gausskl::test

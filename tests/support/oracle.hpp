@@ -36,6 +36,9 @@ std::vector<long double> reference_standard_normal(const Gaussians<T>& p);
 template <class U>
 double max_error(std::span<const U> got, std::span<const long double> ref);
 
+// max over i of |a_i - b_i| / (|b_i| + 1), the same measure between two double results.
+double max_difference(const std::vector<double>& a, const std::vector<double>& b);
+
 // The error bar of an op reading T and writing U: 1e-12 when both are double, else 1e-6.
 template <class T, class U>
 constexpr double error_bar() {
