@@ -115,7 +115,7 @@ struct Options {
   // whose bound exceeds this are recomputed in the exact per-dimension form, so this is a
   // guarantee, not an estimate. 0: the default, 1e-7 for float inputs and 1e-13 for double (ten
   // times below the accuracy promised for them, 1e-6 and 1e-12). At most 1e-3. A larger
-  // tolerance lets float diagonal inputs use a float kernel (1.6 times the speed) from
+  // tolerance lets float diagonal inputs use a float kernel (1.7 times the speed) from
   // about 1e-5 up (kDiagFloatKernelMargin in src/cpu/tunables.hpp).
   double tolerance = 0;
   static constexpr double max_tolerance = 1e-3;  // beyond 0.1%, not a KL one should rank by

@@ -97,8 +97,9 @@ void kl_impl(const Gaussians<T>& p, const Gaussians<T>& q, std::span<U> out,
              const Options& options) {
   const char* op = "kl";
   check_options(op, options);
-  detail::validate(op, "p", p, options.threads);
-  detail::validate(op, "q", q, options.threads);
+  const int threads = cpu::rowwise_workers(p, &q, std::max(p.n(), q.n()), options.threads);
+  detail::validate(op, "p", p, threads);
+  detail::validate(op, "q", q, threads);
   detail::validate_same_d(op, p, q);
   const std::int64_t n = detail::broadcast_rows(op, p, q);
   check_size(op, "out", out.size(), n);
@@ -112,7 +113,9 @@ template <class T, class U>
 void kl_standard_normal_impl(const Gaussians<T>& p, std::span<U> out, const Options& options) {
   const char* op = "kl_standard_normal";
   check_options(op, options);
-  detail::validate(op, "p", p, options.threads);
+  detail::validate(
+      op, "p", p,
+      cpu::rowwise_workers(p, static_cast<const Gaussians<T>*>(nullptr), p.n(), options.threads));
   check_size(op, "out", out.size(), p.n());
   check_rowwise_budget(op, p, static_cast<const Gaussians<T>*>(nullptr), p.n(), options);
   cpu::Jitter jitter{options.jitter};

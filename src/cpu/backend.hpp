@@ -33,6 +33,11 @@ template <class T, class U>
 Failure kl_rowwise(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t n, U* out,
                    int threads, Jitter& jitter);
 
+// The workers kl_rowwise uses of `threads` (0 = all cores) for n rows: fewer when the rows are
+// too few or too light to pay for starting threads (kRowwiseWorkPerThread).
+template <class T>
+int rowwise_workers(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t n, int threads);
+
 // Bytes kl_rowwise allocates for these arguments.
 template <class T>
 std::int64_t kl_rowwise_footprint(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t n,

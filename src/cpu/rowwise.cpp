@@ -108,11 +108,29 @@ struct RowwiseSizes {
 }  // namespace
 
 template <class T>
+int rowwise_workers(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t n, int threads) {
+  // Work per row, roughly in multiply-adds: D for two diagonal sides, D^3 / 3 for a Cholesky or
+  // triangular solve, D R^2 for a low-rank side's Woodbury factors.
+  const std::int64_t d = p.d();
+  const auto weight = [d](const Gaussians<T>& g) -> std::int64_t {
+    if (std::holds_alternative<FullGaussians<T>>(g.variant())) return sat_mul(d, d) / 3 + 1;
+    if (const auto* low = std::get_if<LowRankGaussians<T>>(&g.variant())) {
+      const std::int64_t r = low->cov_factor.shape[2];
+      return sat_mul(r, r) + 1;
+    }
+    return 1;
+  };
+  const std::int64_t per_row = sat_mul(d, std::max(weight(p), q ? weight(*q) : 1));
+  const std::int64_t wanted = sat_mul(n, per_row) / kRowwiseWorkPerThread;
+  return static_cast<int>(std::clamp<std::int64_t>(std::min<std::int64_t>(wanted, n), 1,
+                                                   std::max(resolve_threads(threads), 1)));
+}
+
+template <class T>
 std::int64_t kl_rowwise_footprint(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t n,
                                   int threads) {
   if (both_diag(p, q)) return sat_mul(8, n);  // kl_rowwise_diag's result buffer
-  threads = static_cast<int>(
-      std::clamp<std::int64_t>(resolve_threads(threads), 1, std::max<std::int64_t>(n, 1)));
+  threads = rowwise_workers(p, q, n, threads);
   if (both_tril(p, q)) {  // kl_rowwise_tril's scratch and result buffer
     return sat_mul(8,
                    sat_add(sat_add(sat_mul(threads, tril_worker_doubles(p.d())), kLineDoubles), n));
@@ -128,8 +146,7 @@ std::int64_t kl_rowwise_footprint(const Gaussians<T>& p, const Gaussians<T>* q, 
 template <class T, class U>
 Failure kl_rowwise(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t n, U* out,
                    int threads, Jitter& jitter) {
-  threads = static_cast<int>(
-      std::clamp<std::int64_t>(resolve_threads(threads), 1, std::max<std::int64_t>(n, 1)));
+  threads = rowwise_workers(p, q, n, threads);
   if (both_diag(p, q)) {
     kl_rowwise_diag(p, q, n, out, threads);
     return {};
@@ -195,6 +212,10 @@ Failure kl_rowwise(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t n,
   return {};
 }
 
+template int rowwise_workers<float>(const Gaussians<float>&, const Gaussians<float>*, std::int64_t,
+                                    int);
+template int rowwise_workers<double>(const Gaussians<double>&, const Gaussians<double>*,
+                                     std::int64_t, int);
 template std::int64_t kl_rowwise_footprint<float>(const Gaussians<float>&, const Gaussians<float>*,
                                                   std::int64_t, int);
 template std::int64_t kl_rowwise_footprint<double>(const Gaussians<double>&,

@@ -88,6 +88,13 @@ inline constexpr std::int64_t kDiagFloatPassBytes = std::int64_t{1} << 20;
 // two workers) 1.98 vs 1.43 ms, while 8M had made it one worker (2.10 ms).
 inline constexpr std::int64_t kDiagPairsWorkPerThread = std::int64_t{1} << 22;
 
+// Row-wise kl calls run on one worker per this much work (rowwise_workers: rows times D times a
+// family's weight, about a multiply-add each), so that small calls do not start threads whose
+// start-up costs more than their share: kl from Python on 5 full-covariance rows of D = 3 took
+// 113 us on two threads against 41 us for torch's two solves. 2^16 is about 50 us of a diagonal
+// row's terms; a full-covariance batch of 4096 x 32 (45M) keeps both cores.
+inline constexpr std::int64_t kRowwiseWorkPerThread = std::int64_t{1} << 16;
+
 // ---- full_gemm (full_gemm.hpp): the GEMM of full-covariance all-pairs KL ----
 
 // Depth of a block of k summed in the 8 lanes before its sum is added to the entry: the error
