@@ -2,11 +2,13 @@
 //
 // 2 KL(p_i || q_j) = Q_ij - D - S_i + T_j with Q_ij = sum_h ((mu_ih - nu_jh)^2 + v_ih) lam_jh
 // from the SIMD kernel (diag_quadratic.hpp: in double, or in float for float inputs when the
-// tolerance is loose enough for its bound, use_float_kernel), S_i = sum_h log v_ih and
-// T_j = sum_h log w_jh (compensated sums). Every entry carries a deterministic error bound: the
-// kernel's relative bound on Q plus the roundings of the final subtraction. Where that bound
-// exceeds `tolerance` * (KL + 1) (near-duplicates, whose KL is a small difference of D-sized
-// numbers), the entry is recomputed by the exact per-dimension form of kl_pair.hpp.
+// tolerance is loose enough for its bound, float_kernel_allowed), S_i = sum_h log v_ih and
+// T_j = sum_h log w_jh (compensated sums of diag_row_terms' logarithms). Every entry carries a
+// deterministic error bound (finish_diag.hpp): the kernel's relative bound on Q, the roundings
+// of its operands and of the final subtraction, and the sums' errors. Where that bound exceeds
+// `tolerance` * (KL + 1) (near-duplicates, whose KL is a small difference of D-sized numbers),
+// the entry is recomputed by the exact per-dimension form from the caller's arrays, which the
+// plan views (they must outlive it) rather than copies.
 #pragma once
 
 #include <algorithm>
