@@ -89,7 +89,9 @@ DiagPairs::DiagPairs(const DiagGaussians<T>& p, const DiagGaussians<T>* q, doubl
   }
   if (float_kernel_) {
     kernel_bound_ = float_kernel_bound(d_);
-    kernel_abs_ = static_cast<double>(d_) * 0x1p-140;
+    // A square (mu - nu)^2 below the smallest float (2^-149) is lost or rounded absolutely, and
+    // lam <= 2^40 scales that to below 2^-108 per term, a few roundings each: 2^-100 per h.
+    kernel_abs_ = static_cast<double>(d_) * 0x1p-100;
     pack_q(q ? *q : p, q_packed_f_, kernel_f_.tile.nr, threads);
   } else {
     kernel_bound_ = double_kernel_bound(d_);
