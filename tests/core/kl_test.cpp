@@ -159,39 +159,6 @@ TEST(Kl, LowRankFactorMuchLargerThanDiagonal) {
     }
 }
 
-// A copy of v read through unusual strides: the first axis runs backwards and every other
-// axis skips padding.
-template <class T, int Rank>
-View<T, Rank> restrided(const View<T, Rank>& v, std::vector<T>& storage) {
-  View<T, Rank> out{nullptr, v.shape, {}};
-  std::int64_t stride = 2;
-  for (int k = Rank - 1; k >= 0; --k) {
-    out.strides[k] = stride;
-    stride = stride * v.shape[k] + 1;
-  }
-  storage.assign(stride, T{0});
-  out.strides[0] = -out.strides[0];
-  T* const base = storage.data() + (v.shape[0] - 1) * -out.strides[0];
-  out.data = base;
-  std::int64_t count = 1;
-  for (const std::int64_t s : v.shape)
-    count *= s;
-  for (std::int64_t flat = 0; flat < count; ++flat) {
-    std::array<std::int64_t, Rank> at{};
-    for (std::int64_t k = Rank - 1, rest = flat; k >= 0; --k) {
-      at[k] = rest % v.shape[k];
-      rest /= v.shape[k];
-    }
-    std::int64_t src = 0, dst = 0;
-    for (int k = 0; k < Rank; ++k) {
-      src += at[k] * v.strides[k];
-      dst += at[k] * out.strides[k];
-    }
-    base[dst] = v.data[src];
-  }
-  return out;
-}
-
 TEST(Kl, ReadsThroughStrides) {
   Rng rng(15);
   const auto [dp, dq] = make_specs(rng, Data::adversarial, Family::diag, Family::full, 4, 4, 5);

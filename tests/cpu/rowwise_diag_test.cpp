@@ -114,18 +114,6 @@ void check_all(Rng& rng, std::int64_t n, std::int64_t d, const std::string& targ
   }
 }
 
-// A copy of v read with column stride 2 and a negative row stride.
-template <class T>
-View<T, 2> restrided(const View<T, 2>& v, std::vector<T>& storage) {
-  const std::int64_t n = v.shape[0], d = v.shape[1], row = 2 * d + 3;
-  storage.assign(static_cast<std::size_t>(n * row), T(-7));
-  View<T, 2> out{storage.data() + (n - 1) * row, v.shape, {-row, 2}};
-  for (std::int64_t i = 0; i < n; ++i)
-    for (std::int64_t h = 0; h < d; ++h)
-      storage[static_cast<std::size_t>((n - 1 - i) * row + 2 * h)] = v(i, h);
-  return out;
-}
-
 template <class T>
 void check_strided_and_broadcast(Rng& rng) {
   for (const std::int64_t d : {1, 3, 17, 300}) {
@@ -139,8 +127,10 @@ void check_strided_and_broadcast(Rng& rng) {
         const DiagBatch<T> q = test::make_diag<T>(std::get<DiagSpec>(qs), qp);
         std::vector<T> s[4];
         const DiagGaussians<T> pv = p.view(), qv = q.view();
-        const DiagGaussians<T> p_s{restrided(pv.mean, s[0]), restrided(pv.scale, s[1]), pp};
-        const DiagGaussians<T> q_s{restrided(qv.mean, s[2]), restrided(qv.scale, s[3]), qp};
+        const DiagGaussians<T> p_s{test::restrided(pv.mean, s[0]), test::restrided(pv.scale, s[1]),
+                                   pp};
+        const DiagGaussians<T> q_s{test::restrided(qv.mean, s[2]), test::restrided(qv.scale, s[3]),
+                                   qp};
         check<T>(p_s, &q_s, false, label + " strided");
         // Same bits as contiguous: every h lands in the same lane.
         EXPECT_EQ(run<T>(&rowwise_diag<T>, p_s, &q_s, 5), run<T>(&rowwise_diag<T>, pv, &qv, 5))

@@ -99,30 +99,6 @@ void check_all(Rng& rng, std::int64_t n, std::int64_t d, const std::string& targ
   }
 }
 
-// A copy of v read with strides (-row, 3, 2) over a larger buffer.
-template <class T>
-View<T, 3> restrided(const View<T, 3>& v, std::vector<T>& storage) {
-  const std::int64_t n = v.shape[0], d = v.shape[1], row = 6 * d * d + 5;
-  storage.assign(static_cast<std::size_t>(n * row), T(-7));
-  View<T, 3> out{storage.data() + (n - 1) * row, v.shape, {-row, 3 * d, 2}};
-  for (std::int64_t i = 0; i < n; ++i)
-    for (std::int64_t r = 0; r < d; ++r)
-      for (std::int64_t c = 0; c < d; ++c)
-        storage[static_cast<std::size_t>((n - 1 - i) * row + 3 * d * r + 2 * c)] = v(i, r, c);
-  return out;
-}
-
-template <class T>
-View<T, 2> restrided(const View<T, 2>& v, std::vector<T>& storage) {
-  const std::int64_t n = v.shape[0], d = v.shape[1], row = 2 * d + 3;
-  storage.assign(static_cast<std::size_t>(n * row), T(-7));
-  View<T, 2> out{storage.data() + (n - 1) * row, v.shape, {-row, 2}};
-  for (std::int64_t i = 0; i < n; ++i)
-    for (std::int64_t h = 0; h < d; ++h)
-      storage[static_cast<std::size_t>((n - 1 - i) * row + 2 * h)] = v(i, h);
-  return out;
-}
-
 template <class T>
 void check_strided_and_broadcast(Rng& rng) {
   for (const std::int64_t d : {1, 3, 17, 40}) {
@@ -133,9 +109,9 @@ void check_strided_and_broadcast(Rng& rng) {
     const FullBatch<T> q = test::make_full<T>(std::get<FullSpec>(qs), FullParam::scale_tril);
     const FullGaussians<T> pv = p.view(), qv = q.view();
     std::vector<T> s[4];
-    const FullGaussians<T> p_s{restrided(pv.mean, s[0]), restrided(pv.scale, s[1]),
+    const FullGaussians<T> p_s{test::restrided(pv.mean, s[0]), test::restrided(pv.scale, s[1]),
                                FullParam::scale_tril};
-    const FullGaussians<T> q_s{restrided(qv.mean, s[2]), restrided(qv.scale, s[3]),
+    const FullGaussians<T> q_s{test::restrided(qv.mean, s[2]), test::restrided(qv.scale, s[3]),
                                FullParam::scale_tril};
     check<T>(p_s, q_s, false, label + " strided");
     // Same bits as contiguous: staging widens every entry to the same place.
