@@ -102,3 +102,18 @@ def run_to_npy(gausskl, tmp_path, command, p, q=None):
         args += ["--q", *save(tmp_path, "q", q)]
     gausskl.ok(*args, "-o", out)
     return np.load(out)
+
+
+class Target:
+    """An output path in a folder of its own, optionally with an earlier result in it, and the
+    folder's contents as they were, to check that a failed run changed nothing."""
+
+    def __init__(self, folder, name, existing=True):
+        folder.mkdir()
+        self.path = folder / name
+        if existing:
+            self.path.write_bytes(b"\x93NUMPY an earlier result, to be left alone\n")
+        self.before = self.snapshot()
+
+    def snapshot(self):
+        return {f.name: f.read_bytes() for f in self.path.parent.iterdir()}

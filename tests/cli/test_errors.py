@@ -6,21 +6,7 @@ import re
 import numpy as np
 import pytest
 
-from cli_helpers import gaussians, save
-
-
-class Target:
-    """An output path in a folder of its own, optionally with an earlier result in it."""
-
-    def __init__(self, folder, name, existing=True):
-        folder.mkdir()
-        self.path = folder / name
-        if existing:
-            self.path.write_bytes(b"\x93NUMPY an earlier result, to be left alone\n")
-        self.before = self.snapshot()
-
-    def snapshot(self):
-        return {f.name: f.read_bytes() for f in self.path.parent.iterdir()}
+from cli_helpers import Target, gaussians, save
 
 
 def assert_rejected(result, target, *patterns):

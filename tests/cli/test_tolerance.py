@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import reference_np as ref
-from cli_helpers import gaussians, parse_csv, save
+from cli_helpers import Target, gaussians, parse_csv, save
 
 F32_ROUNDING = 2.0**-24
 
@@ -148,6 +148,16 @@ def test_knn_csv_with_a_tolerance_matches_the_brute_force(gausskl, tmp_path, rng
     assert_within(table[:, 3].reshape(40, 3), want_val, 1e-4)
 
 
+def assert_same_output(command, a_path, b_path):
+    """The two outputs of `command` (knn's .npz, pairwise's .npy) hold identical arrays."""
+    a, b = np.load(a_path), np.load(b_path)
+    if command == "knn":
+        for name in ("indices", "kl"):
+            np.testing.assert_array_equal(a[name], b[name])
+    else:
+        np.testing.assert_array_equal(a, b)
+
+
 @pytest.mark.parametrize("command", ["pairwise", "knn"])
 def test_tolerance_zero_is_the_default(gausskl, tmp_path, rng, command):
     spec = ["--p", *save(tmp_path, "p", adversarial(rng, 30, 32))]
@@ -155,12 +165,7 @@ def test_tolerance_zero_is_the_default(gausskl, tmp_path, rng, command):
     k = ["-k", 3] if command == "knn" else []
     gausskl.ok(command, *spec, *k, "-o", tmp_path / f"a.{ext}")
     gausskl.ok(command, *spec, *k, "--tolerance", "0", "-o", tmp_path / f"b.{ext}")
-    a, b = np.load(tmp_path / f"a.{ext}"), np.load(tmp_path / f"b.{ext}")
-    if command == "knn":
-        for name in ("indices", "kl"):
-            np.testing.assert_array_equal(a[name], b[name])
-    else:
-        np.testing.assert_array_equal(a, b)
+    assert_same_output(command, tmp_path / f"a.{ext}", tmp_path / f"b.{ext}")
 
 
 @pytest.mark.parametrize("command", ["pairwise", "knn"])
@@ -173,12 +178,7 @@ def test_a_budget_gives_the_same_results_with_a_tolerance(gausskl, tmp_path, rng
     common = [command, *spec, *k, "--tolerance", "1e-5", "--threads", 2]
     gausskl.ok(*common, "-o", tmp_path / f"a.{ext}")
     gausskl.ok(*common, "--memory-budget", "8M", "-o", tmp_path / f"b.{ext}")
-    a, b = np.load(tmp_path / f"a.{ext}"), np.load(tmp_path / f"b.{ext}")
-    if command == "knn":
-        for name in ("indices", "kl"):
-            np.testing.assert_array_equal(a[name], b[name])
-    else:
-        np.testing.assert_array_equal(a, b)
+    assert_same_output(command, tmp_path / f"a.{ext}", tmp_path / f"b.{ext}")
 
 
 @pytest.mark.parametrize("command", ["pairwise", "knn"])
@@ -198,20 +198,6 @@ def test_a_budget_too_small_is_the_library_error(gausskl, tmp_path, rng, command
 
 
 # -- bad values ----------------------------------------------------------------------------------
-
-class Target:
-    """An output path in a folder of its own, with an earlier result in it (or none)."""
-
-    def __init__(self, folder, name, existing):
-        folder.mkdir()
-        self.path = folder / name
-        if existing:
-            self.path.write_bytes(b"\x93NUMPY an earlier result, to be left alone\n")
-        self.before = self.snapshot()
-
-    def snapshot(self):
-        return {f.name: f.read_bytes() for f in self.path.parent.iterdir()}
-
 
 @pytest.mark.parametrize("existing", [False, True])
 @pytest.mark.parametrize("value,message", [
