@@ -111,3 +111,17 @@ def ref_pairwise(p, q):
         np.asarray(q["mean"], np.float64))
     S, T = covariance(p), covariance(q)
     return ref_kl_dense(mp[:, None], S[:, None], mq[None], T[None])
+
+
+def force_torch_path(monkeypatch):
+    """CPU tensors onto the torch path (GAUSSKL_FORCE_TORCH_PATH=1), with any call into the C++
+    library an error, so that a test of that path cannot pass through the library."""
+    from gausskl import _ext
+
+    monkeypatch.setenv("GAUSSKL_FORCE_TORCH_PATH", "1")
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the C++ library was called")
+
+    for name in ("kl", "kl_standard_normal", "pairwise_kl", "knn_kl"):
+        monkeypatch.setattr(_ext, name, refuse)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import gausskl as gk
-from conftest import PARAMS, gaussian, make_arrays, needs_torch
+from conftest import force_torch_path, PARAMS, gaussian, make_arrays, needs_torch
 
 EPS = 0.05
 D = 3
@@ -40,15 +40,7 @@ PATHS = ["numpy", pytest.param("torch", marks=needs_torch),
 @pytest.fixture(params=PATHS)
 def path(request, monkeypatch):
     if request.param == "torch_path":
-        from gausskl import _ext
-
-        monkeypatch.setenv("GAUSSKL_FORCE_TORCH_PATH", "1")
-
-        def refuse(*args, **kwargs):
-            raise AssertionError("the C++ library was called")
-
-        for name in ("kl", "kl_standard_normal", "pairwise_kl", "knn_kl"):
-            monkeypatch.setattr(_ext, name, refuse)
+        force_torch_path(monkeypatch)
     return request.param
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import gausskl as gk
-from conftest import needs_torch
+from conftest import force_torch_path, needs_torch
 
 F32_ROUNDING = 2.0**-24  # relative error of rounding a double to the nearest float32
 DEFAULT_TOLERANCE = {np.float32: 1e-7, np.float64: 1e-13}
@@ -185,15 +185,7 @@ def path(request, monkeypatch):
     """numpy: the library; torch_path: CPU tensors forced onto the torch path, the library
     refused."""
     if request.param == "torch_path":
-        from gausskl import _ext
-
-        monkeypatch.setenv("GAUSSKL_FORCE_TORCH_PATH", "1")
-
-        def refuse(*args, **kwargs):
-            raise AssertionError("the C++ library was called")
-
-        for name in ("kl", "kl_standard_normal", "pairwise_kl", "knn_kl"):
-            monkeypatch.setattr(_ext, name, refuse)
+        force_torch_path(monkeypatch)
     return request.param
 
 
