@@ -1,6 +1,7 @@
 // gausskl: KL divergences between Gaussian distributions.
 #pragma once
 
+#include "gausskl/gradients.hpp"
 #include "gausskl/ops.hpp"
 #include "gausskl/types.hpp"
 #include "gausskl/version.hpp"

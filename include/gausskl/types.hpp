@@ -48,9 +48,10 @@ View<T, Rank> contiguous(const T* data, std::array<std::int64_t, Rank> shape) {
 enum class DiagParam { stddev, var, logvar, precision };
 
 // How the covariance of a full Gaussian is given: a lower-triangular factor L with a positive
-// diagonal (Sigma = L L^T, entries above the diagonal must be 0), Sigma itself, or Sigma^{-1}.
+// diagonal (Sigma = L L^T, entries above the diagonal must be 0), Sigma itself, or Sigma^{-1};
+// or L's lower triangle packed row by row (packed_scale_tril, see FullGaussians::packed).
 // Symmetric matrices are read from their lower triangle after a symmetry check.
-enum class FullParam { scale_tril, covariance, precision_matrix };
+enum class FullParam { scale_tril, covariance, precision_matrix, packed_scale_tril };
 
 // N Gaussians N(mean_i, diag(sigma_i^2)); mean and scale are [N, D].
 template <class T>
@@ -60,12 +61,19 @@ struct DiagGaussians {
   DiagParam param = DiagParam::stddev;
 };
 
-// N Gaussians N(mean_i, Sigma_i); mean is [N, D], scale is [N, D, D].
+// N Gaussians N(mean_i, Sigma_i); mean is [N, D], scale is [N, D, D] (packed_scale_tril: unused).
 template <class T>
 struct FullGaussians {
   View<T, 2> mean;
   View<T, 3> scale;
   FullParam param = FullParam::scale_tril;
+  // packed_scale_tril: [N, D (D + 1) / 2], the lower triangle of each L row by row, the order of
+  // torch.tril_indices(D, D): L_rc (c <= r) at r (r + 1) / 2 + c. Never unpacked to D x D where
+  // the packed form suffices.
+  View<T, 2> packed{};
+  // packed_scale_tril only: the diagonal entries hold log L_rr (any finite value with
+  // exp(2 x) a variance in range), so that an unconstrained parameter gives a valid factor.
+  bool log_diagonal = false;
 };
 
 // N Gaussians N(mean_i, W_i W_i^T + diag(d_i)); mean [N, D], cov_factor W [N, D, R],

@@ -27,6 +27,8 @@ inline const char* param_name(FullParam p) {
       return "covariance";
     case FullParam::precision_matrix:
       return "precision_matrix";
+    case FullParam::packed_scale_tril:
+      return "packed_scale_tril";
   }
   return "?";
 }

@@ -13,6 +13,7 @@
 #include "core/block_buffer.hpp"
 #include "core/error.hpp"
 #include "core/names.hpp"
+#include "core/options.hpp"
 #include "core/validate.hpp"
 #include "cpu/all_pairs.hpp"
 #include "cpu/backend.hpp"
@@ -22,25 +23,9 @@
 namespace gausskl {
 namespace {
 
+using detail::check_options;
 using detail::fail;
 using detail::show;
-
-void check_options(const char* op, const Options& options) {
-  if (options.threads < 0) {
-    fail(op, "options.threads must be >= 0 (0 = all cores), found " + show(options.threads));
-  }
-  if (!(options.jitter >= 0 && std::isfinite(options.jitter))) {
-    fail(op, "options.jitter must be finite and >= 0, found " + show(options.jitter));
-  }
-  if (!(options.tolerance >= 0 && options.tolerance <= Options::max_tolerance)) {
-    fail(op, "options.tolerance must be 0 (the default) or at most 1e-3, found " +
-                 show(options.tolerance));
-  }
-  if (options.memory_budget < 0) {
-    fail(op,
-         "options.memory_budget must be >= 0 (0 = default), found " + show(options.memory_budget));
-  }
-}
 
 // Tells options.on_jitter how many distributions of each side needed the jitter.
 void report_jitter(const Options& options, const cpu::Jitter& jitter) {

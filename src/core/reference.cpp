@@ -103,13 +103,20 @@ Dense densify(const FullGaussians<T>& g, int64_t i) {
   const int64_t d = g.mean.shape[1];
   Dense out{mean_of(g.mean, i), Matrix(d)};
   Matrix lower(d);  // the lower triangle of the given matrix, mirrored where symmetric
+  const bool packed = g.param == FullParam::packed_scale_tril;
   for (int64_t r = 0; r < d; ++r)
     for (int64_t c = 0; c <= r; ++c) {
-      lower(r, c) = g.scale(i, r, c);
-      if (g.param != FullParam::scale_tril) lower(c, r) = lower(r, c);
+      if (packed) {
+        const Real x = g.packed(i, r * (r + 1) / 2 + c);
+        lower(r, c) = c == r && g.log_diagonal ? std::exp(x) : x;
+      } else {
+        lower(r, c) = g.scale(i, r, c);
+      }
+      if (g.param != FullParam::scale_tril && !packed) lower(c, r) = lower(r, c);
     }
   switch (g.param) {
     case FullParam::scale_tril:
+    case FullParam::packed_scale_tril:
       for (int64_t r = 0; r < d; ++r)
         for (int64_t c = 0; c < d; ++c)
           for (int64_t k = 0; k <= std::min(r, c); ++k)

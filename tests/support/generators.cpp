@@ -273,6 +273,7 @@ FullBatch<T> make_full(const FullSpec& spec, FullParam param) {
     std::vector<Real> m(d * d, Real{0});  // the lower triangle of what is emitted
     switch (param) {
       case FullParam::scale_tril:
+      case FullParam::packed_scale_tril:  // emitted as scale_tril; the test packs it
         for (int64_t r = 0; r < d; ++r)
           for (int64_t c = 0; c <= r; ++c)
             m[r * d + c] = l[r * d + c];

@@ -1,0 +1,75 @@
+// Gradients of the operations, for training loops: given grad = dL/dout of an operation's result,
+// the gradients of L with respect to the arrays of p and q.
+//
+// Errors and validation are those of the forward operation (the same rules and messages, under
+// the op name "kl_backward", "kl_standard_normal_backward" or "pairwise_kl_backward"), plus the
+// sizes of grad and of the gradient spans. Arithmetic is in double whatever T is.
+#pragma once
+
+#include <span>
+
+#include "gausskl/export.hpp"
+#include "gausskl/types.hpp"
+
+namespace gausskl {
+
+// Where the gradients of one batch go. Each span is either empty (that gradient is not wanted)
+// or has exactly as many elements as the batch's array of that role, and receives dL/d(array)
+// in C order of the array's shape, whatever the array's strides:
+//   mean   [N, D]
+//   scale  a diagonal batch: [N, D], of std, var, logvar or precision as given;
+//          a full batch: scale_tril [N, D, D] (0 above the diagonal), or packed_scale_tril
+//          [N, D (D + 1) / 2] (of log L_rr at the diagonal entries with log_diagonal)
+// A batch with N = 1 paired with every row of the other receives the sum over the rows.
+template <class T>
+struct Gradients {
+  std::span<T> mean{};
+  std::span<T> scale{};
+};
+
+// Whether the library computes gradients for batches like g: diagonal (every parameterization)
+// and full batches given by scale_tril or packed_scale_tril. Other families and
+// parameterizations (covariance, precision_matrix, low rank) throw std::invalid_argument from
+// the *_backward operations; gausskl's Python package takes their gradients through its torch
+// operations instead.
+template <class T>
+bool has_gradients(const Gaussians<T>& g) {
+  if (std::holds_alternative<DiagGaussians<T>>(g.variant())) return true;
+  if (const auto* full = std::get_if<FullGaussians<T>>(&g.variant())) {
+    return full->param == FullParam::scale_tril || full->param == FullParam::packed_scale_tril;
+  }
+  return false;
+}
+
+// Row-wise: L = sum_i grad[i] * KL(p_i || q_i), grad with as many elements as kl's out. p and q
+// must both have library gradients (has_gradients) and be of the same family.
+GAUSSKL_API void kl_backward(const Gaussians<float>& p, const Gaussians<float>& q,
+                             std::span<const float> grad, const Gradients<float>& dp,
+                             const Gradients<float>& dq, const Options& options = {});
+GAUSSKL_API void kl_backward(const Gaussians<double>& p, const Gaussians<double>& q,
+                             std::span<const double> grad, const Gradients<double>& dp,
+                             const Gradients<double>& dq, const Options& options = {});
+
+// L = sum_i grad[i] * KL(p_i || N(0, I)).
+GAUSSKL_API void kl_standard_normal_backward(const Gaussians<float>& p, std::span<const float> grad,
+                                             const Gradients<float>& dp,
+                                             const Options& options = {});
+GAUSSKL_API void kl_standard_normal_backward(const Gaussians<double>& p,
+                                             std::span<const double> grad,
+                                             const Gradients<double>& dp,
+                                             const Options& options = {});
+
+// All pairs of diagonal batches: L = sum_ij grad[i * M + j] * KL(p_i || q_j), grad row-major
+// [N, M]. Without q, q = p and dp receives both sides' contributions. No [N, M, D] intermediate.
+GAUSSKL_API void pairwise_kl_backward(const Gaussians<float>& p, const Gaussians<float>& q,
+                                      std::span<const float> grad, const Gradients<float>& dp,
+                                      const Gradients<float>& dq, const Options& options = {});
+GAUSSKL_API void pairwise_kl_backward(const Gaussians<double>& p, const Gaussians<double>& q,
+                                      std::span<const double> grad, const Gradients<double>& dp,
+                                      const Gradients<double>& dq, const Options& options = {});
+GAUSSKL_API void pairwise_kl_backward(const Gaussians<float>& p, std::span<const float> grad,
+                                      const Gradients<float>& dp, const Options& options = {});
+GAUSSKL_API void pairwise_kl_backward(const Gaussians<double>& p, std::span<const double> grad,
+                                      const Gradients<double>& dp, const Options& options = {});
+
+}  // namespace gausskl

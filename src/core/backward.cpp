@@ -1,0 +1,167 @@
+// The gradient operations (gausskl/gradients.hpp): validate as the forward operations do, then
+// dispatch to the CPU backend.
+#include <algorithm>
+#include <new>
+#include <string>
+
+#include "core/error.hpp"
+#include "core/names.hpp"
+#include "core/options.hpp"
+#include "core/validate.hpp"
+#include "cpu/backward.hpp"
+#include "cpu/parallel.hpp"
+#include "gausskl/gradients.hpp"
+
+namespace gausskl {
+namespace {
+
+using detail::fail;
+using detail::show;
+
+template <class T>
+const char* family_name(const Gaussians<T>& g) {
+  if (std::holds_alternative<DiagGaussians<T>>(g.variant())) return "diagonal";
+  if (const auto* full = std::get_if<FullGaussians<T>>(&g.variant())) {
+    return detail::param_name(full->param);
+  }
+  return "low-rank";
+}
+
+template <class T>
+void check_supported(const char* op, const char* side, const Gaussians<T>& g) {
+  if (!has_gradients(g)) {
+    fail(op, std::string(side) + " is a " + family_name(g) +
+                 " batch; the library computes gradients of diagonal batches and of full "
+                 "batches given by scale_tril or packed_scale_tril");
+  }
+}
+
+// The elements of each role's array in g.
+template <class T>
+std::int64_t scale_elements(const Gaussians<T>& g) {
+  if (const auto* diag = std::get_if<DiagGaussians<T>>(&g.variant())) {
+    return diag->scale.shape[0] * diag->scale.shape[1];
+  }
+  const auto& full = std::get<FullGaussians<T>>(g.variant());
+  if (full.param == FullParam::packed_scale_tril) {
+    return full.packed.shape[0] * full.packed.shape[1];
+  }
+  return full.scale.shape[0] * full.scale.shape[1] * full.scale.shape[2];
+}
+
+template <class T>
+void check_gradients(const char* op, const char* side, const Gaussians<T>& g,
+                     const Gradients<T>& grads) {
+  const auto check = [&](const char* role, std::size_t got, std::int64_t expected) {
+    if (got != 0 && static_cast<std::int64_t>(got) != expected) {
+      fail(op, std::string("the gradient of ") + side + "." + role + " has " + show(got) +
+                   " elements, expected " + show(expected) + " (or 0: not wanted)");
+    }
+  };
+  check("mean", grads.mean.size(), g.n() * g.d());
+  check("scale", grads.scale.size(), scale_elements(g));
+}
+
+void check_grad(const char* op, std::size_t got, std::int64_t expected) {
+  if (static_cast<std::int64_t>(got) != expected) {
+    fail(op, "grad has " + show(got) + " elements, expected " + show(expected));
+  }
+}
+
+template <class F>
+void run_backend(const char* op, std::int64_t n, std::int64_t d, F&& f) {
+  try {
+    f();
+  } catch (const std::bad_alloc&) {
+    detail::fail_resource(
+        op, "out of memory for the workspace (D = " + show(d) + ", N = " + show(n) + ")");
+  }
+}
+
+template <class T>
+void kl_backward_impl(const Gaussians<T>& p, const Gaussians<T>& q, std::span<const T> grad,
+                      const Gradients<T>& dp, const Gradients<T>& dq, const Options& options) {
+  const char* op = "kl_backward";
+  detail::check_options(op, options);
+  detail::validate(op, "p", p, options.threads);
+  detail::validate(op, "q", q, options.threads);
+  detail::validate_same_d(op, p, q);
+  const std::int64_t n = detail::broadcast_rows(op, p, q);
+  check_grad(op, grad.size(), n);
+  check_supported(op, "p", p);
+  check_supported(op, "q", q);
+  if (p.variant().index() != q.variant().index()) {
+    fail(op, std::string("p is a ") + family_name(p) + " batch and q a " + family_name(q) +
+                 " one; the library's gradients take two batches of the same family");
+  }
+  check_gradients(op, "p", p, dp);
+  check_gradients(op, "q", q, dq);
+  run_backend(op, n, p.d(),
+              [&] { cpu::kl_rowwise_backward(p, &q, n, grad.data(), dp, dq, options.threads); });
+}
+
+template <class T>
+void kl_standard_normal_backward_impl(const Gaussians<T>& p, std::span<const T> grad,
+                                      const Gradients<T>& dp, const Options& options) {
+  const char* op = "kl_standard_normal_backward";
+  detail::check_options(op, options);
+  detail::validate(op, "p", p, options.threads);
+  check_grad(op, grad.size(), p.n());
+  check_supported(op, "p", p);
+  check_gradients(op, "p", p, dp);
+  run_backend(op, p.n(), p.d(), [&] {
+    cpu::kl_rowwise_backward<T>(p, nullptr, p.n(), grad.data(), dp, Gradients<T>{},
+                                options.threads);
+  });
+}
+
+template <class T>
+void pairwise_backward_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::span<const T> grad,
+                            const Gradients<T>& dp, const Gradients<T>& dq,
+                            const Options& options) {
+  const char* op = "pairwise_kl_backward";
+  detail::check_options(op, options);
+  detail::validate(op, "p", p, options.threads);
+  if (q) {
+    detail::validate(op, "q", *q, options.threads);
+    detail::validate_same_d(op, p, *q);
+  }
+  const std::int64_t m = q ? q->n() : p.n();
+  check_grad(op, grad.size(), detail::checked_mul(op, p.n(), m, "N * M"));
+  const auto* pd = std::get_if<DiagGaussians<T>>(&p.variant());
+  const auto* qd = q ? std::get_if<DiagGaussians<T>>(&q->variant()) : pd;
+  if (!pd || !qd) {
+    fail(op, "the library computes gradients of all-pairs KL between diagonal batches only");
+  }
+  check_gradients(op, "p", p, dp);
+  if (q) check_gradients(op, "q", *q, dq);
+  run_backend(op, p.n(), p.d(), [&] {
+    cpu::pairwise_diag_backward(*pd, q ? qd : nullptr, grad.data(), dp, dq, options.threads);
+  });
+}
+
+}  // namespace
+
+#define GAUSSKL_DEFINE(T)                                                                          \
+  void kl_backward(const Gaussians<T>& p, const Gaussians<T>& q, std::span<const T> grad,          \
+                   const Gradients<T>& dp, const Gradients<T>& dq, const Options& options) {       \
+    kl_backward_impl(p, q, grad, dp, dq, options);                                                 \
+  }                                                                                                \
+  void kl_standard_normal_backward(const Gaussians<T>& p, std::span<const T> grad,                 \
+                                   const Gradients<T>& dp, const Options& options) {               \
+    kl_standard_normal_backward_impl(p, grad, dp, options);                                        \
+  }                                                                                                \
+  void pairwise_kl_backward(const Gaussians<T>& p, const Gaussians<T>& q, std::span<const T> grad, \
+                            const Gradients<T>& dp, const Gradients<T>& dq,                        \
+                            const Options& options) {                                              \
+    pairwise_backward_impl(p, &q, grad, dp, dq, options);                                          \
+  }                                                                                                \
+  void pairwise_kl_backward(const Gaussians<T>& p, std::span<const T> grad,                        \
+                            const Gradients<T>& dp, const Options& options) {                      \
+    pairwise_backward_impl<T>(p, nullptr, grad, dp, Gradients<T>{}, options);                      \
+  }
+GAUSSKL_DEFINE(float)
+GAUSSKL_DEFINE(double)
+#undef GAUSSKL_DEFINE
+
+}  // namespace gausskl

@@ -1,0 +1,27 @@
+// Gradients on the CPU backend: what src/core/backward.cpp dispatches to after validation.
+// Like the forward backends they never validate and never throw, except std::bad_alloc while
+// allocating their workspace up front.
+#pragma once
+
+#include <cstdint>
+
+#include "gausskl/gradients.hpp"
+#include "gausskl/types.hpp"
+
+namespace gausskl::cpu {
+
+// Row-wise: L = sum_{i < n} grad[i] KL(p_i || q_i), a side with N = 1 broadcast over every i
+// (its gradients summed over i); q == nullptr means q = N(0, I). p and q have library gradients
+// (has_gradients) and the same family. Empty spans are not written.
+template <class T>
+void kl_rowwise_backward(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t n,
+                         const T* grad, const Gradients<T>& dp, const Gradients<T>& dq,
+                         int threads);
+
+// All pairs of diagonal batches: L = sum_ij grad[i * M + j] KL(p_i || q_j); q == nullptr means
+// q = p (dp then receives both contributions, dq is empty).
+template <class T>
+void pairwise_diag_backward(const DiagGaussians<T>& p, const DiagGaussians<T>* q, const T* grad,
+                            const Gradients<T>& dp, const Gradients<T>& dq, int threads);
+
+}  // namespace gausskl::cpu
