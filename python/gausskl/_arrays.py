@@ -1,11 +1,12 @@
-"""Arrays from any framework: dtype choice, framework detection, hand-over to the extension.
+"""Arrays from any framework: what is read in place, what is converted, and framework checks.
 
-gausskl computes on NumPy arrays and PyTorch tensors directly and on anything else that speaks
-DLPack (JAX, CuPy on the host, ...) through ``numpy.from_dlpack``. Arrays are handed to the C++
-library in place, with their strides, whatever their layout; a copy is made only to change the
-dtype (float32 and float64 are computed as they are; integers become float64, float16 and
-bfloat16 become float32, and when float32 and float64 meet, everything becomes float64) or to
-give NumPy a native byte order.
+gausskl computes on NumPy arrays and PyTorch tensors directly (the extension reads them in place,
+with their strides, whatever their layout) and on anything else that speaks DLPack (JAX, CuPy on
+the host, ...) through ``numpy.from_dlpack``. A copy is made only to change the dtype (float32
+and float64 are computed as they are; integers become float64, float16 and bfloat16 become
+float32, and when float32 and float64 meet, everything becomes float64), to give NumPy a native
+byte order, or to make contiguous a batch whose axes no single stride describes where an
+operation needs one (the q side of pairwise_kl and knn_kl).
 """
 
 from __future__ import annotations
@@ -18,6 +19,12 @@ import numpy as np
 FLOAT32 = "float32"
 FLOAT64 = "float64"
 
+# Types read in place: NumPy arrays (1), and torch.Tensor and its subclasses once seen (2).
+NUMPY, TORCH = 1, 2
+_NATIVE = {np.ndarray: NUMPY}
+# The dtypes the library computes in as given; any other is looked at (complex is refused).
+_FLOATS = {np.dtype(np.float32), np.dtype(np.float64)}
+
 
 def torch_module():
     """The torch module if it is already imported (never imports it: torch is optional)."""
@@ -27,6 +34,41 @@ def torch_module():
 def is_torch(x) -> bool:
     torch = torch_module()
     return torch is not None and isinstance(x, torch.Tensor)
+
+
+def native(x) -> int:
+    """NUMPY or TORCH for the arrays kept as given, else 0."""
+    k = _NATIVE.get(type(x))
+    if k is not None:
+        return k
+    if is_torch(x):
+        torch = torch_module()
+        _NATIVE[type(x)] = TORCH
+        _FLOATS.update((torch.float32, torch.float64))
+        return TORCH
+    return 0
+
+
+def is_native(x) -> bool:
+    return native(x) != 0
+
+
+def check_dtypes(cls: str, *arrays):
+    """Complex arrays are refused when a batch is made (other dtypes are converted later)."""
+    for a in arrays:
+        if a.dtype not in _FLOATS and is_complex(a):
+            raise TypeError(f"[{cls}] complex arrays are not supported (dtype {a.dtype})")
+
+
+def is_complex(a) -> bool:
+    return a.is_complex() if is_torch(a) else a.dtype.kind == "c"
+
+
+def compiling() -> bool:
+    """Whether torch.compile is tracing the caller (then the operations are torch custom
+    operators, see gausskl._compile)."""
+    torch = torch_module()
+    return torch is not None and torch.compiler.is_compiling()
 
 
 def foreign_namespace(x):
@@ -58,6 +100,8 @@ def as_array(x, name: str, where: str):
         raise TypeError(f"[{where}] {name}: not an array ({type(x).__name__}): {e}") from None
     if a.dtype == object:
         raise TypeError(f"[{where}] {name}: not a numeric array ({type(x).__name__})")
+    if a.dtype.kind == "c":
+        raise TypeError(f"[{where}] {name}: complex arrays are not supported (dtype {a.dtype})")
     return a
 
 
@@ -84,42 +128,34 @@ def kind(a) -> str:
     raise TypeError(f"arrays of dtype {dt} are not supported; use float32 or float64")
 
 
-def dtype_name(a) -> str:
-    if is_torch(a):
-        return str(a.dtype).replace("torch.", "")
-    return str(a.dtype)
-
-
 def common_kind(arrays) -> str:
     return FLOAT64 if any(kind(a) == FLOAT64 for a in arrays) else FLOAT32
 
 
-def shape(a) -> tuple:
-    return tuple(a.shape)
-
-
-def cpu_view(a, k: str):
-    """a ready for the extension: CPU, dtype k, any strides (no copy unless the dtype changes)."""
+def converted(a, k: str):
+    """a in dtype k as NumPy reads it in place (native byte order), or a tensor of that dtype;
+    the same object when nothing changes."""
     if is_torch(a):
         torch = torch_module()
-        t = a.detach()
         target = torch.float64 if k == FLOAT64 else torch.float32
-        if t.dtype != target:
-            t = t.to(target)
-        if t.is_conj():
-            t = t.resolve_conj()
-        if t.is_neg():
-            t = t.resolve_neg()
-        return t
+        if a.dtype != target:
+            a = a.to(target)
+        if a.is_conj():
+            a = a.resolve_conj()
+        if a.is_neg():
+            a = a.resolve_neg()
+        return a
     target = np.float64 if k == FLOAT64 else np.float32
     if a.dtype != target or not a.dtype.isnative:
         a = a.astype(target)
     return a
 
 
-def on_library_device(a) -> bool:
-    """Whether the C++ library can read the array where it is (host memory)."""
-    return not is_torch(a) or a.device.type == "cpu"
+def contiguous(a, shape):
+    """a broadcast to shape and made contiguous (a copy only where it is not already)."""
+    if is_torch(a):
+        return a.expand(shape).contiguous()
+    return np.ascontiguousarray(np.broadcast_to(a, shape))
 
 
 def force_torch_path() -> bool:

@@ -1,166 +1,200 @@
 """Batches of Gaussians: diagonal, full covariance, low rank + diagonal.
 
-A batch keeps the caller's arrays as they are (NumPy, PyTorch, or any DLPack array read through
-NumPy); nothing is copied or checked for values here. Every value rule (positive scales, finite
-numbers, triangular factors, symmetric matrices, positive definiteness) is checked by the
-operation that uses the batch, with a message naming the operation, the side (p or q), the array
-and the index: ``[kl] p.scale (std) must be positive and finite, found -0.5 at row 17, column 3``.
-Only the number of dimensions and the shapes are checked when the batch is made.
+A batch keeps the caller's arrays as they are (NumPy arrays, PyTorch tensors; other DLPack arrays
+and sequences are read through NumPy); nothing is copied or checked for values here. Every value
+rule (positive scales, finite numbers, triangular factors, symmetric matrices, positive
+definiteness) is checked by the operation that uses the batch, with a message naming the
+operation, the side (p or q), the array and the index:
+``[kl] p.scale (std) must be positive and finite, found -0.5 at row 17, column 3``.
+Only the number of axes and the shapes are checked when the batch is made.
+
+Batch axes follow torch's and NumPy's broadcasting: the arrays of a batch broadcast against each
+other over their leading (batch) axes, ``batch_shape`` is the result, and the operations' results
+have the broadcast batch shape of their inputs (a 0-d result for one unbatched distribution).
+Row numbers in error messages count distributions in C order of the batch.
 """
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from gausskl import _arrays
-from gausskl import _ext
 
 DIAG_PARAMS = ("std", "var", "logvar", "precision")
-FULL_PARAMS = ("scale_tril", "covariance", "precision_matrix")
+FULL_PARAMS = ("scale_tril", "covariance", "precision_matrix", "packed_scale_tril")
+
+# The code of each family and parameterization in a batch's spec, the tuple the extension reads:
+# (code, mean, scale) or (code, mean, cov_factor, cov_diag). python/src/sides.hpp has the same
+# table.
+CODES = {"std": 0, "var": 1, "logvar": 2, "precision": 3, "scale_tril": 4, "covariance": 5,
+         "precision_matrix": 6, "packed_scale_tril": 7, "packed_log_diagonal": 8,
+         "cov_factor": 9}
 
 
-def _one_of(cls: str, options: tuple, given: dict):
-    named = [k for k in options if given[k] is not None]
-    if len(named) != 1:
-        found = ", ".join(named) if named else "none"
+def _one_of(cls: str, named: dict):
+    given = [k for k, v in named.items() if v is not None]
+    if len(given) != 1:
+        found = ", ".join(given) if given else "none"
+        raise ValueError(f"[{cls}] give exactly one of {', '.join(named)}; found {found}")
+    return given[0], named[given[0]]
+
+
+def _positional(cls: str, how: str):
+    raise TypeError(f"[{cls}] give the scale by keyword after the mean: {how}")
+
+
+def _text(shape) -> str:
+    return str(tuple(int(s) for s in shape))
+
+
+def _broadcast(cls: str, name: str, want: str, mean_shape, shape, batch, event_rank: int):
+    """The broadcast of batch with the batch axes of an array of this shape, or the shape error."""
+    got = tuple(shape[:len(shape) - event_rank])
+    try:
+        return np.broadcast_shapes(tuple(batch), got)
+    except ValueError:
         raise ValueError(
-            f"[{cls}] give exactly one of {', '.join(options)}; found {found}"
-        )
-    return named[0], given[named[0]]
-
-
-def _expand_scalar(x, like):
-    """A 0-d scale as a broadcast view of mean's shape (stride 0, no copy)."""
-    if len(x.shape) != 0:
-        return x
-    if _arrays.is_torch(x):
-        return x.expand(tuple(like.shape))
-    import numpy as np
-
-    return np.broadcast_to(x, tuple(like.shape))
-
-
-def _with_batch_axis(x):
-    return x.unsqueeze(0) if _arrays.is_torch(x) else x[None]
+            f"[{cls}] {name} must be {want}, found shape {_text(shape)} (mean has shape "
+            f"{_text(mean_shape)}; the batch axes {_text(got)} and {_text(batch)} do not "
+            "broadcast)") from None
 
 
 class Gaussian:
-    """Base of the three families. Not constructed directly."""
+    """Base of the three families. Not constructed directly.
+
+    ``batch_shape`` (the broadcast of the arrays' leading axes) and ``event_shape`` (``(D,)``)
+    are torch's; ``n`` is the number of distributions (the product of ``batch_shape``) and ``d``
+    the dimension D.
+    """
 
     family: str = ""
-    _params: tuple = ()
 
-    def __init__(self, cls: str, arrays: dict, param: str, namespace=None):
-        # arrays: name -> array, mean first, already [N, ...]-shaped. namespace: the array API
-        # namespace of a DLPack input that is neither NumPy nor torch (results go back to it).
-        self._namespace = namespace
+    def _set(self, cls: str, arrays: tuple, param: str, code: int, batch, namespace=None,
+             torch_=None):
+        # arrays: mean first, then the scale arrays of the family, NumPy arrays or tensors.
         self._cls = cls
-        self._arrays = arrays
+        self._spec = (code, *arrays)
         self.param = param
-        self._kind = _arrays.common_kind(arrays.values())
-        self._tensors = [a for a in arrays.values() if _arrays.is_torch(a)]
-        devices = {str(a.device) for a in self._tensors}
-        if len(devices) > 1:
-            raise ValueError(f"[{cls}] arrays are on different devices: {', '.join(sorted(devices))}")
+        self._batch = batch
+        self._namespace = namespace
+        if torch_ is None:
+            _arrays.check_dtypes(cls, *arrays)
+            torch_ = any(_arrays.native(a) == _arrays.TORCH for a in arrays)
+        self._torch = torch_
 
     # -- the arrays -----------------------------------------------------------------------------
     @property
     def mean(self):
-        """The means, [N, D] (a [D] mean was given a leading axis of 1)."""
-        return self._arrays["mean"]
+        """The means, broadcast to ``batch_shape + (D,)`` (the array as given when it has that
+        shape)."""
+        m = self._spec[1]
+        want = (*self._batch, m.shape[-1])
+        if tuple(m.shape) == want:
+            return m
+        return m.expand(want) if _arrays.is_torch(m) else np.broadcast_to(m, want)
 
     @property
     def arrays(self) -> dict:
-        """Every array by name (mean first), as given (after the leading axis for one distribution)."""
-        return dict(self._arrays)
+        """Every array by name (mean first), as given (a scalar scale broadcast to its shape)."""
+        return dict(zip(self._names(), self._spec[1:]))
+
+    @property
+    def batch_shape(self) -> tuple:
+        return self._batch
+
+    @property
+    def event_shape(self) -> tuple:
+        return (self.d,)
 
     @property
     def n(self) -> int:
-        """The number of distributions N."""
-        return int(self._arrays["mean"].shape[0])
+        """The number of distributions: the product of ``batch_shape``."""
+        return math.prod(self._batch)
 
     @property
     def d(self) -> int:
         """The dimension D."""
-        return int(self._arrays["mean"].shape[1])
+        return int(self._spec[1].shape[-1])
 
     @property
     def dtype(self) -> str:
         """'float32' or 'float64': the precision results come back in (float64 if any is)."""
-        return self._kind
+        return _arrays.common_kind(self._spec[1:])
 
     @property
     def is_torch(self) -> bool:
-        return bool(self._tensors)
+        return self._torch
 
     @property
     def device(self) -> str:
-        return str(self._tensors[0].device) if self._tensors else "cpu"
+        for a in self._spec[1:]:
+            if _arrays.is_torch(a):
+                return str(a.device)
+        return "cpu"
 
     @property
     def requires_grad(self) -> bool:
-        return any(t.requires_grad for t in self._tensors)
+        return any(getattr(a, "requires_grad", False) for a in self._spec[1:])
 
     def __repr__(self) -> str:
-        framework = "torch" if self.is_torch else "numpy"
-        where = f", device={self.device}" if self.is_torch and self.device != "cpu" else ""
-        return (
-            f"{self._cls}(N={self.n}, D={self.d}, {self._describe()}, "
-            f"dtype={self.dtype}, {framework}{where})"
-        )
+        framework = "torch" if self._torch else "numpy"
+        where = f", device={self.device}" if self._torch and self.device != "cpu" else ""
+        size = f"N={self.n}" if len(self._batch) <= 1 else f"batch_shape={tuple(self._batch)}"
+        return (f"{self._cls}({size}, D={self.d}, {self._describe()}, dtype={self.dtype}, "
+                f"{framework}{where})")
 
     def _describe(self) -> str:
         return self.param
 
-    # -- for the extension ----------------------------------------------------------------------
-    def _batch(self, k: str) -> _ext.Batch:
-        """Views of the arrays in precision k for the C++ library (in place when possible)."""
-        views = [_arrays.cpu_view(a, k) for a in self._arrays.values()]
-        if self.family == "diag":
-            return _ext.Batch.diag(views[0], views[1], self.param)
-        if self.family == "full":
-            return _ext.Batch.full(views[0], views[1], self.param)
-        return _ext.Batch.low_rank(views[0], views[1], views[2])
+    def _names(self) -> tuple:
+        return ("mean", "scale")
 
-    def _replace(self, arrays: dict) -> "Gaussian":
-        """The same family and parameterization over other arrays of the same roles."""
+    def _replace(self, arrays) -> "Gaussian":
+        """The same family and parameterization over other arrays of the same roles (in spec
+        order), whose batch axes broadcast to ``batch``."""
         g = object.__new__(type(self))
-        Gaussian.__init__(g, self._cls, arrays, self.param, self._namespace)
+        batch = np.broadcast_shapes(*(tuple(a.shape[:a.ndim - r])
+                                      for a, r in zip(arrays, self._event_ranks())))
+        Gaussian._set(g, self._cls, tuple(arrays), self.param, self._spec[0], batch,
+                      self._namespace)
         return g
 
+    def _event_ranks(self) -> tuple:
+        return (1, 1)
 
-def _prepare(cls: str, mean, scales: dict, scalar_ok=frozenset()):
-    """Reads the arrays, gives a [D] mean (and its scales) a leading axis; returns them and the
-    array namespace of a foreign DLPack mean (None for NumPy, torch and plain sequences)."""
-    namespace = _arrays.foreign_namespace(mean)
-    mean = _arrays.as_array(mean, "mean", cls)
-    out = {"mean": mean}
+
+def _read(cls: str, mean, scales: dict):
+    """The arrays as NumPy arrays or tensors, and the array API namespace of a foreign DLPack
+    mean (None for NumPy, torch and plain sequences)."""
+    namespace = None
+    if not _arrays.native(mean):
+        namespace = _arrays.foreign_namespace(mean)
+        mean = _arrays.as_array(mean, "mean", cls)
+    out = {}
     for name, x in scales.items():
-        out[name] = _arrays.as_array(x, name, cls)
-    if len(mean.shape) not in (1, 2):
-        raise ValueError(
-            f"[{cls}] mean must be [N, D] or [D] (one distribution), found shape {tuple(mean.shape)}"
-        )
-    one = len(mean.shape) == 1
-    for name in scalar_ok:
-        out[name] = _expand_scalar(out[name], mean)
-    if one:
-        out = {name: _with_batch_axis(a) for name, a in out.items()}
-    return out, namespace
+        out[name] = x if _arrays.native(x) else _arrays.as_array(x, name, cls)
+    if len(mean.shape) == 0:
+        raise ValueError(f"[{cls}] mean must be [N, D] or [D] (or have more batch axes), found "
+                         "shape ()")
+    return mean, out, namespace
 
 
-def _check_shape(cls: str, name: str, a, expected: tuple, text: str, one: bool):
-    got = tuple(a.shape)
-    if got != expected:
-        shown = got[1:] if one else got
-        want = text.replace("N, ", "") if one else text
-        raise ValueError(f"[{cls}] {name} must be {want}, found shape {shown}")
+def _expand_scalar(x, like):
+    """A 0-d scale as a broadcast view of the mean's shape (stride 0, no copy)."""
+    if _arrays.is_torch(x):
+        return x.expand(tuple(like.shape))
+    return np.broadcast_to(x, tuple(like.shape))
 
 
 class DiagGaussian(Gaussian):
-    """N Gaussians with diagonal covariance: ``N(mean_i, diag(sigma_i^2))``.
+    """Gaussians with diagonal covariance: ``N(mean_i, diag(sigma_i^2))``.
 
-    ``mean`` is ``[N, D]`` (or ``[D]`` for one distribution); exactly one of ``std`` (sigma),
-    ``var`` (sigma^2), ``logvar`` (log sigma^2, natural log) or ``precision`` (1 / sigma^2), of
-    the same shape as ``mean`` (or a scalar, shared by every entry).
+    ``mean`` is ``[N, D]`` (``[D]`` for one distribution, or any batch axes ``[..., D]``);
+    exactly one of ``std`` (sigma), ``var`` (sigma^2), ``logvar`` (log sigma^2, natural log) or
+    ``precision`` (1 / sigma^2), of the same shape as ``mean`` or broadcasting with it (a
+    scalar is shared by every entry).
 
     >>> import numpy as np, gausskl as gk
     >>> gk.DiagGaussian(np.zeros((4, 3)), std=np.ones((4, 3)))
@@ -169,100 +203,204 @@ class DiagGaussian(Gaussian):
 
     family = "diag"
 
-    def __init__(self, mean, *, std=None, var=None, logvar=None, precision=None):
+    def __init__(self, mean, *args, std=None, var=None, logvar=None, precision=None):
         cls = "DiagGaussian"
-        param, scale = _one_of(
-            cls, DIAG_PARAMS, {"std": std, "var": var, "logvar": logvar, "precision": precision}
-        )
-        one = _is_one(mean, cls)
-        arrays, ns = _prepare(cls, mean, {param: scale}, scalar_ok={param})
-        m = arrays["mean"]
-        _check_shape(cls, param, arrays[param], tuple(m.shape), "[N, D] like mean", one)
-        super().__init__(cls, {"mean": m, "scale": arrays[param]}, param, ns)
+        if args:
+            _positional(cls, "DiagGaussian(mean, std=...) (or var=, logvar=, precision=)")
+        if var is None and logvar is None and precision is None and std is not None:
+            param, scale = "std", std
+        elif std is None and var is None and precision is None and logvar is not None:
+            param, scale = "logvar", logvar
+        else:
+            param, scale = _one_of(cls, {"std": std, "var": var, "logvar": logvar,
+                                         "precision": precision})
+        km, ks = _arrays.native(mean), _arrays.native(scale)
+        ns = None
+        if not (km and ks):
+            mean, scales, ns = _read(cls, mean, {param: scale})
+            scale = scales[param]
+            km, ks = _arrays.native(mean), _arrays.native(scale)
+        ms, ss = mean.shape, scale.shape
+        if ss == ms and len(ms) > 0:
+            batch = ms[:-1]
+        else:
+            if len(ms) == 0:
+                _read(cls, mean, {})  # the error for a 0-d mean
+            if len(ss) == 0:
+                scale = _expand_scalar(scale, mean)
+                batch = ms[:-1]
+            else:
+                want = "[D] like mean" if len(ms) == 1 else "[N, D] like mean"
+                if ss[-1] != ms[-1] and ss[-1] != 1:
+                    raise ValueError(f"[{cls}] {param} must be {want}, found shape {_text(ss)}")
+                if ss[-1] != ms[-1]:  # a size-1 last axis broadcasts over D
+                    scale = _broadcast_event(scale, (*ss[:-1], ms[-1]))
+                batch = _broadcast(cls, param, want, ms, ss, ms[:-1], 1)
+        _arrays.check_dtypes(cls, mean, scale)
+        self._set(cls, (mean, scale), param, CODES[param], batch, ns,
+                  km == _arrays.TORCH or ks == _arrays.TORCH)
 
     @property
     def scale(self):
         """The scale array in the parameterization it was given in (see ``param``)."""
-        return self._arrays["scale"]
+        return self._spec[2]
+
+
+def _broadcast_event(x, shape):
+    return x.expand(shape) if _arrays.is_torch(x) else np.broadcast_to(x, shape)
+
+
+def _tril_size(d: int) -> int:
+    return d * (d + 1) // 2
 
 
 class FullGaussian(Gaussian):
-    """N Gaussians with full covariance: ``N(mean_i, Sigma_i)``.
+    """Gaussians with full covariance: ``N(mean_i, Sigma_i)``.
 
-    ``mean`` is ``[N, D]`` (or ``[D]``); exactly one of ``scale_tril`` (lower-triangular L with a
-    positive diagonal, Sigma = L L^T; entries above the diagonal must be 0), ``covariance``
-    (Sigma) or ``precision_matrix`` (Sigma^-1), each ``[N, D, D]`` (or ``[D, D]``). Symmetric
-    matrices must be symmetric to round-off; their lower triangle is used.
+    ``mean`` is ``[N, D]`` (``[D]`` for one distribution, or any batch axes); exactly one of
+
+    * ``scale_tril``: lower-triangular L with a positive diagonal, Sigma = L L^T (entries above
+      the diagonal must be 0), ``[N, D, D]``;
+    * ``covariance`` (Sigma) or ``precision_matrix`` (Sigma^-1), ``[N, D, D]``, symmetric to
+      round-off (their lower triangle is used);
+    * ``packed_scale_tril``: L's lower triangle packed row by row, ``[N, D (D + 1) / 2]`` in the
+      order of ``torch.tril_indices(D, D)`` (entry (r, c), c <= r, at r (r + 1) / 2 + c), as a
+      network outputs it; with ``log_diagonal=True`` its diagonal entries are log L_rr (the
+      blog post's ``exp`` on the diagonal: any finite value gives a valid factor). Never unpacked
+      to ``D x D`` where the packed form suffices; gradients flow to it.
+
+    The batch axes of ``mean`` and the matrix broadcast.
+
+    >>> import numpy as np, gausskl as gk
+    >>> E = np.array([[0.0, 0.5, 0.0]])  # log L_00, L_10, log L_11
+    >>> gk.FullGaussian(np.zeros((1, 2)), packed_scale_tril=E, log_diagonal=True)
+    FullGaussian(N=1, D=2, packed_scale_tril, log_diagonal, dtype=float64, numpy)
     """
 
     family = "full"
 
-    def __init__(self, mean, *, scale_tril=None, covariance=None, precision_matrix=None):
+    def __init__(self, mean, *args, scale_tril=None, covariance=None, precision_matrix=None,
+                 packed_scale_tril=None, log_diagonal=False):
         cls = "FullGaussian"
-        param, scale = _one_of(
-            cls,
-            FULL_PARAMS,
-            {"scale_tril": scale_tril, "covariance": covariance, "precision_matrix": precision_matrix},
-        )
-        one = _is_one(mean, cls)
-        arrays, ns = _prepare(cls, mean, {param: scale})
-        m = arrays["mean"]
-        n, d = tuple(m.shape)
-        _check_shape(cls, param, arrays[param], (n, d, d), "[N, D, D] with D from mean", one)
-        super().__init__(cls, {"mean": m, "scale": arrays[param]}, param, ns)
+        if args:
+            _positional(cls, "FullGaussian(mean, scale_tril=...) (or covariance=, "
+                             "precision_matrix=, packed_scale_tril=)")
+        if (scale_tril is not None and covariance is None and precision_matrix is None
+                and packed_scale_tril is None):
+            param, scale = "scale_tril", scale_tril
+        else:
+            param, scale = _one_of(cls, {"scale_tril": scale_tril, "covariance": covariance,
+                                         "precision_matrix": precision_matrix,
+                                         "packed_scale_tril": packed_scale_tril})
+        if log_diagonal is not False and log_diagonal is not True:
+            raise TypeError(f"[{cls}] log_diagonal must be True or False, found "
+                            f"{type(log_diagonal).__name__}")
+        if log_diagonal and param != "packed_scale_tril":
+            raise ValueError(f"[{cls}] log_diagonal applies to packed_scale_tril only, not to "
+                             f"{param}")
+        km, ks = _arrays.native(mean), _arrays.native(scale)
+        ns = None
+        if not (km and ks):
+            mean, scales, ns = _read(cls, mean, {param: scale})
+            scale = scales[param]
+            km, ks = _arrays.native(mean), _arrays.native(scale)
+        ms, ss = mean.shape, scale.shape
+        if len(ms) == 0:
+            _read(cls, mean, {})
+        d = ms[-1]
+        one = len(ms) == 1
+        if param == "packed_scale_tril":
+            k = _tril_size(int(d))
+            want = (f"[D (D + 1) / 2] = [{k}]" if one else
+                    f"[N, D (D + 1) / 2] = [N, {k}]") + f" with D = {int(d)} from mean"
+            if len(ss) == 0 or ss[-1] != k:
+                raise ValueError(f"[{cls}] packed_scale_tril must be {want}, found shape "
+                                 f"{_text(ss)}")
+            rank = 1
+        else:
+            want = ("[D, D]" if one else "[N, D, D]") + " with D from mean"
+            if len(ss) < 2 or ss[-1] != d or ss[-2] != d:
+                raise ValueError(f"[{cls}] {param} must be {want}, found shape {_text(ss)}")
+            rank = 2
+        batch = ms[:-1]
+        if ss[:len(ss) - rank] != batch:
+            batch = _broadcast(cls, param, want, ms, ss, batch, rank)
+        code = CODES["packed_log_diagonal" if log_diagonal else param]
+        _arrays.check_dtypes(cls, mean, scale)
+        self._set(cls, (mean, scale), param, code, batch, ns,
+                  km == _arrays.TORCH or ks == _arrays.TORCH)
 
     @property
     def scale(self):
-        """The matrix array in the parameterization it was given in (see ``param``)."""
-        return self._arrays["scale"]
+        """The matrix (or packed factor) in the parameterization it was given in (``param``)."""
+        return self._spec[2]
+
+    @property
+    def log_diagonal(self) -> bool:
+        """packed_scale_tril only: whether the packed diagonal holds log L_rr."""
+        return self._spec[0] == CODES["packed_log_diagonal"]
+
+    def _describe(self) -> str:
+        return self.param + (", log_diagonal" if self.log_diagonal else "")
+
+    def _event_ranks(self) -> tuple:
+        return (1, 1 if self.param == "packed_scale_tril" else 2)
 
 
 class LowRankGaussian(Gaussian):
-    """N Gaussians with low rank + diagonal covariance: ``N(mean_i, W_i W_i^T + diag(d_i))``.
+    """Gaussians with low rank + diagonal covariance: ``N(mean_i, W_i W_i^T + diag(d_i))``.
 
     ``mean`` ``[N, D]``, ``cov_factor`` W ``[N, D, R]``, ``cov_diag`` d ``[N, D]`` (positive), or
-    ``[D]``, ``[D, R]``, ``[D]`` for one distribution. Never densified: every operation costs
-    O(D R^2) per distribution, not O(D^3).
+    ``[D]``, ``[D, R]``, ``[D]`` for one distribution, or any batch axes that broadcast. Never
+    densified: every operation costs O(D R^2) per distribution, not O(D^3).
     """
 
     family = "low_rank"
 
-    def __init__(self, mean, *, cov_factor, cov_diag):
+    def __init__(self, mean, *args, cov_factor, cov_diag):
         cls = "LowRankGaussian"
-        one = _is_one(mean, cls)
-        arrays, ns = _prepare(
-            cls, mean, {"cov_factor": cov_factor, "cov_diag": cov_diag}, scalar_ok={"cov_diag"}
-        )
-        m = arrays["mean"]
-        n, d = tuple(m.shape)
-        w = arrays["cov_factor"]
-        if len(w.shape) != 3 or tuple(w.shape[:2]) != (n, d):
-            shown = tuple(w.shape)[1:] if one else tuple(w.shape)
+        if args:
+            _positional(cls, "LowRankGaussian(mean, cov_factor=..., cov_diag=...)")
+        mean, a, ns = _read(cls, mean, {"cov_factor": cov_factor, "cov_diag": cov_diag})
+        ms = mean.shape
+        d = ms[-1]
+        one = len(ms) == 1
+        w, dg = a["cov_factor"], a["cov_diag"]
+        if len(w.shape) < 2 or w.shape[-2] != d:
             want = "[D, R]" if one else "[N, D, R]"
-            raise ValueError(
-                f"[{cls}] cov_factor must be {want} with D = {d} from mean, found shape {shown}"
-            )
-        _check_shape(cls, "cov_diag", arrays["cov_diag"], (n, d), "[N, D] like mean", one)
-        super().__init__(cls, arrays, "cov_factor", ns)
+            raise ValueError(f"[{cls}] cov_factor must be {want} with D = {int(d)} from mean, "
+                             f"found shape {_text(w.shape)}")
+        if len(dg.shape) == 0:
+            dg = _expand_scalar(dg, mean)
+        want = "[D] like mean" if one else "[N, D] like mean"
+        if dg.shape[-1] != d:
+            raise ValueError(f"[{cls}] cov_diag must be {want}, found shape {_text(dg.shape)}")
+        batch = _broadcast(cls, "cov_factor", "[N, D, R] with D from mean", ms, w.shape,
+                           ms[:-1], 2)
+        batch = _broadcast(cls, "cov_diag", want, ms, dg.shape, batch, 1)
+        self._set(cls, (mean, w, dg), "cov_factor", CODES["cov_factor"], batch, ns)
 
     @property
     def cov_factor(self):
-        return self._arrays["cov_factor"]
+        return self._spec[2]
 
     @property
     def cov_diag(self):
-        return self._arrays["cov_diag"]
+        return self._spec[3]
 
     @property
     def rank(self) -> int:
         """R, the number of columns of each cov_factor."""
-        return int(self._arrays["cov_factor"].shape[2])
+        return int(self._spec[2].shape[-1])
 
     def _describe(self) -> str:
         return f"R={self.rank}"
 
+    def _names(self) -> tuple:
+        return ("mean", "cov_factor", "cov_diag")
 
-def _is_one(mean, cls) -> bool:
-    if hasattr(mean, "shape"):
-        return len(mean.shape) == 1
-    return _arrays.as_array(mean, "mean", cls).ndim == 1
+    def _event_ranks(self) -> tuple:
+        return (1, 2, 1)
+
+
+FAMILIES = (DiagGaussian, FullGaussian, LowRankGaussian)

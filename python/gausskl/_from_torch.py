@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
+import math
+
 from gausskl._distributions import DiagGaussian, FullGaussian, LowRankGaussian
 
 
-def _batch_rank(op: str, name: str, batch_shape) -> None:
-    if len(batch_shape) > 1:
-        raise ValueError(
-            f"[{op}] {name} has batch shape {tuple(batch_shape)}; gausskl takes one batch axis "
-            "(N distributions); reshape the batch first"
-        )
-
-
 def from_torch(dist):
-    """A ``torch.distributions`` object as the gausskl batch with the same tensors (no copy).
+    """A ``torch.distributions`` object as the gausskl batch with the same tensors (no copy), of
+    the same batch shape.
 
-    * ``Normal(loc, scale)`` with batch shape ``[N, D]``: ``DiagGaussian(loc, std=scale)``, the
-      last axis read as the event (as ``Independent(Normal, 1)``); ``[D]`` is one distribution.
-    * ``Independent(Normal(loc, scale), 1)``: the same.
+    * ``Normal(loc, scale)``: ``DiagGaussian(loc, std=scale)``, the last axis read as the event
+      (as ``Independent(Normal, 1)``); a 0-d ``Normal`` is one distribution of D = 1.
+    * ``Independent(Normal(loc, scale), r)``: the last ``r`` axes are the event, flattened to
+      D (a view when their strides allow, as ``reshape``); ``r = 0`` makes every element its own
+      distribution of D = 1, as torch does.
     * ``MultivariateNormal``: a ``FullGaussian`` with the parameter it was built with
       (``scale_tril``, ``covariance_matrix`` or ``precision_matrix``).
     * ``LowRankMultivariateNormal``: ``LowRankGaussian(loc, cov_factor=, cov_diag=)``.
@@ -30,24 +27,27 @@ def from_torch(dist):
 
     op = "from_torch"
     if isinstance(dist, D.Independent):
-        if not isinstance(dist.base_dist, D.Normal) or dist.reinterpreted_batch_ndims != 1:
-            raise TypeError(
-                f"[{op}] Independent is supported over Normal with reinterpreted_batch_ndims=1, "
-                f"found {type(dist.base_dist).__name__} with {dist.reinterpreted_batch_ndims}"
-            )
-        dist = dist.base_dist
+        base, r = dist.base_dist, dist.reinterpreted_batch_ndims
+        if isinstance(base, D.Independent) and isinstance(base.base_dist, D.Normal):
+            base, r = base.base_dist, r + base.reinterpreted_batch_ndims
+        if not isinstance(base, D.Normal):
+            raise TypeError(f"[{op}] Independent is supported over Normal, found "
+                            f"{type(base).__name__}")
+        loc, scale = torch.broadcast_tensors(base.loc, base.scale)
+        if r > loc.dim():
+            raise ValueError(f"[{op}] Independent reinterprets {r} axes of a Normal with batch "
+                             f"shape {tuple(loc.shape)}")
+        batch = tuple(loc.shape[:loc.dim() - r])
+        d = math.prod(loc.shape[loc.dim() - r:])
+        return DiagGaussian(loc.reshape(*batch, d), std=scale.reshape(*batch, d))
     if isinstance(dist, D.Normal):
         loc, scale = torch.broadcast_tensors(dist.loc, dist.scale)
         if loc.dim() == 0:
             loc, scale = loc.reshape(1), scale.reshape(1)
-        if loc.dim() > 2:
-            _batch_rank(op, "Normal", loc.shape[:-1])
         return DiagGaussian(loc, std=scale)
     if isinstance(dist, D.LowRankMultivariateNormal):
-        _batch_rank(op, "LowRankMultivariateNormal", dist.batch_shape)
         return LowRankGaussian(dist.loc, cov_factor=dist.cov_factor, cov_diag=dist.cov_diag)
     if isinstance(dist, D.MultivariateNormal):
-        _batch_rank(op, "MultivariateNormal", dist.batch_shape)
         given = vars(dist)  # the lazily computed parameters appear here only once accessed
         if "scale_tril" in given:
             return FullGaussian(dist.loc, scale_tril=given["scale_tril"])
@@ -58,5 +58,5 @@ def from_torch(dist):
         return FullGaussian(dist.loc, scale_tril=dist.scale_tril)
     raise TypeError(
         f"[{op}] unsupported distribution {type(dist).__name__}; expected Normal, "
-        "Independent(Normal, 1), MultivariateNormal or LowRankMultivariateNormal"
+        "Independent(Normal, r), MultivariateNormal or LowRankMultivariateNormal"
     )

@@ -32,16 +32,6 @@ class Jitter:
     def add(self, side: str, count: int):
         self.counts[side] += count
 
-    def library(self, fn, *args, **options):
-        """fn(*args, jitter=eps, **options), an operation of gausskl._ext; keeps the counts it
-        returns."""
-        try:
-            p, q = fn(*args, jitter=self.eps, **options)
-        except ValueError as e:
-            raise with_hint(e) from None
-        self.add("p", p)
-        self.add("q", q)
-
     def warn(self, stacklevel: int):
         """One JitterWarning per side that needed the jitter, in the words of the CLI's note."""
         for side, count in self.counts.items():

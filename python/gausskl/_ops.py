@@ -1,28 +1,35 @@
 """The operations: kl, kl_standard_normal, pairwise_kl, knn_kl.
 
-Each picks one of three paths:
-* the C++ library (NumPy arrays, CPU tensors): arrays handed over in place, GIL released;
-* the same, with torch.autograd gradients, when a tensor requires grad (gausskl._autograd);
-* torch operations (gausskl._torch_path), for tensors the library cannot read (CUDA, MPS), or
-  for CPU tensors when GAUSSKL_FORCE_TORCH_PATH=1 or torch_path=True.
-Results come back in the caller's framework: torch tensors if any input is one (on its device),
-else NumPy arrays (or, for another DLPack framework with an array namespace, that framework's).
-Both the library and the torch path count the distributions they factored with the jitter; the
-call ends with a JitterWarning per side that needed it. The torch path checks tolerance and
-memory_budget by the library's rules, then ignores them (see the operations' docstrings).
+Each call hands the batches' specs to the extension, which reads the arrays in place, makes the
+result in the caller's framework and runs the C++ library over the batch without the GIL: that
+is the whole of a call on NumPy arrays and CPU tensors (a few microseconds over the library's own
+time). The extension answers with a status instead when the call is not the library's to make as
+given, and the call then takes that path:
+
+* NEEDS_GRAD: a tensor requires grad; the library computes the values and its gradients
+  (gausskl._autograd);
+* TORCH_PATH: tensors the library cannot read (CUDA, MPS), or CPU tensors with
+  GAUSSKL_FORCE_TORCH_PATH=1 or torch_path=True: torch operations (gausskl._torch_path);
+* CONVERT: arrays to bring to one dtype (or native byte order), or an all-pairs q batch to make
+  contiguous; converted here, then handed over again.
+
+Under torch.compile the operations are torch custom operators (gausskl._compile). Results come
+back in the caller's framework: torch tensors if any input is one (on its device), else NumPy
+arrays (or, for another DLPack framework with an array namespace, that framework's). The checks
+here are Python's own (types of the keywords); every rule on values and shapes of the inputs is
+the library's, and the torch path applies the same rules with the same words.
 """
 
 from __future__ import annotations
 
-import operator
-
-import numpy as np
-
 from gausskl import _arrays
 from gausskl import _ext
 from gausskl import _options
-from gausskl._distributions import Gaussian
-from gausskl._jitter import Jitter
+from gausskl._distributions import FAMILIES, Gaussian
+from gausskl._jitter import Jitter, with_hint
+
+_GAUSSIANS = frozenset(FAMILIES)
+NEEDS_GRAD, TORCH_PATH, CONVERT = _ext.NEEDS_GRAD, _ext.TORCH_PATH, _ext.CONVERT
 
 
 def _as_gaussian(op: str, side: str, x) -> Gaussian:
@@ -39,124 +46,155 @@ def _as_gaussian(op: str, side: str, x) -> Gaussian:
     )
 
 
-def _factored(g: Gaussian) -> bool:
-    """Whether the batch has matrices that are factored (and may need the jitter)."""
-    return g.family == "full" and g.param != "scale_tril"
+class _Request:
+    """One call's inputs and options, for every path but the fast one."""
 
-
-class _Call:
-    """What one call computes with: precision, framework, device, path, jitter."""
-
-    def __init__(self, op: str, gs: list, torch_path, jitter):
-        self.op = op
+    def __init__(self, op: str, p: Gaussian, q: Gaussian | None, *, threads, jitter, budget,
+                 torch_path, tolerance=0.0, k=None, exclude_self=False, self_pairs=False):
+        self.op, self.p, self.q = op, p, q
+        self.threads, self.budget, self.tolerance = threads, budget, tolerance
         self.jitter = Jitter(op, jitter)
-        self.kind = (_arrays.FLOAT64 if any(g._kind == _arrays.FLOAT64 for g in gs)
-                     else _arrays.FLOAT32)
-        tensors = [t for g in gs for t in g._tensors]
-        self.torch = _arrays.torch_module() if tensors else None
-        self.namespace = None
-        self.native = False
-        self.grad = False
-        self.device = None
-        if self.torch is None:
-            self.namespace = next((g._namespace for g in gs if g._namespace is not None), None)
-            return
-        devices = {t.device for t in tensors}
-        if len(devices) > 1:
-            raise ValueError(
-                f"[{op}] arrays are on different devices: " + ", ".join(sorted(map(str, devices)))
-            )
-        self.device = devices.pop()
-        if torch_path is None:
-            torch_path = _arrays.force_torch_path()
-        self.grad = self.torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
-        # Gradients with a jitter come from the torch path, forward included: the library says
-        # how many matrices it jittered but not which, and a backward deciding again with torch's
-        # Cholesky could disagree on the nearly singular ones, those the jitter is for.
-        jittered_grad = self.grad and self.jitter.eps > 0 and any(_factored(g) for g in gs)
-        self.native = self.device.type != "cpu" or bool(torch_path) or jittered_grad
-
-    def unify(self, g: Gaussian | None):
-        """With torch results: every array as a tensor on the call's device (NumPy arrays are
-        wrapped in place on the CPU)."""
-        if g is None or self.torch is None:
-            return g
-        if len(g._tensors) == len(g._arrays):
-            return g  # one device was checked above
-        arrays = {}
-        for name, a in g.arrays.items():
-            if not _arrays.is_torch(a):
-                a = self.torch.as_tensor(a, device=self.device)
-            arrays[name] = a
-        return g._replace(arrays)
+        self.torch_path = torch_path
+        self.k, self.exclude_self = k, exclude_self
+        # pairwise_kl and knn_kl without q: q = p (the library then uses p's batch on both sides)
+        self.self_pairs = self_pairs
 
     @property
+    def gaussians(self):
+        return [self.p] if self.q is None else [self.p, self.q]
+
+    def library(self, for_grad: bool = False):
+        """The extension's call: a result (or (result, counts) with a jitter), or a status."""
+        try:
+            return self._library(for_grad)
+        except ValueError as e:
+            raise with_hint(e) from None
+
+    def _library(self, for_grad):
+        p, q, op = self.p._spec, None if self.q is None else self.q._spec, self.op
+        eps = self.jitter.eps
+        if op == "kl":
+            return _ext.kl(p, q, self.threads, eps, self.budget, self.torch_path, for_grad)
+        if op == "kl_standard_normal":
+            return _ext.kl_standard_normal(p, self.threads, eps, self.budget, self.torch_path,
+                                           for_grad)
+        if op == "pairwise_kl":
+            return _ext.pairwise_kl(p, q, self.threads, eps, self.tolerance, self.budget,
+                                    self.torch_path, for_grad)
+        return _ext.knn_kl(p, q, self.k, self.exclude_self, self.threads, eps, self.tolerance,
+                           self.budget, self.torch_path, for_grad)
+
+    def values(self, got):
+        """The result of a library call, its jitter counts taken."""
+        if self.jitter.eps > 0:
+            got, count_p, count_q = got
+            self.jitter.add("p", count_p)
+            self.jitter.add("q", count_q)
+        return got
+
+    def run(self, got=None):
+        """The result by whichever path the extension's answer `got` names (None: ask it)."""
+        if got is None:
+            got = self.library()
+        converted = False
+        while got.__class__ is int:
+            if got == NEEDS_GRAD:
+                from gausskl import _autograd
+
+                return self.finish(_autograd.run(self))
+            if got == TORCH_PATH:
+                return self.finish(self.torch_ops())
+            if converted:
+                raise RuntimeError(f"[{self.op}] internal error: inputs not readable after "
+                                   "conversion")
+            self.convert()
+            converted = True
+            got = self.library()
+        return self.finish(self.values(got))
+
+    def convert(self):
+        """Every array in the common dtype the library reads in place; an all-pairs q batch (p
+        without q) contiguous."""
+        gs = self.gaussians
+        k = _arrays.common_kind(a for g in gs for a in g._spec[1:])
+        gs = [g._replace([_arrays.converted(a, k) for a in g._spec[1:]]) for g in gs]
+        if self.op in ("pairwise_kl", "knn_kl"):
+            i = len(gs) - 1
+            gs[i] = _contiguous(gs[i])
+        self.p, self.q = gs[0], (gs[1] if len(gs) > 1 else None)
+
+    def unify(self):
+        """With a torch tensor among the inputs: every array a tensor on its device (NumPy
+        arrays wrapped in place on the CPU), one device for all, or the error."""
+        torch = _arrays.torch_module()
+        tensors = [a for g in self.gaussians for a in g._spec[1:] if _arrays.is_torch(a)]
+        if not tensors:
+            return None
+        devices = {a.device for a in tensors}
+        if len(devices) > 1:
+            raise ValueError(f"[{self.op}] arrays are on different devices: "
+                             + ", ".join(sorted(map(str, devices))))
+        device = devices.pop()
+
+        def as_tensor(g):
+            if g is None or all(_arrays.is_torch(a) for a in g._spec[1:]):
+                return g
+            return g._replace([a if _arrays.is_torch(a) else torch.as_tensor(a, device=device)
+                               for a in g._spec[1:]])
+
+        self.p, self.q = as_tensor(self.p), as_tensor(self.q)
+        return torch
+
     def out_dtype(self):
-        if self.torch is not None:
-            return self.torch.float64 if self.kind == _arrays.FLOAT64 else self.torch.float32
-        return np.float64 if self.kind == _arrays.FLOAT64 else np.float32
+        torch = _arrays.torch_module()
+        f64 = _arrays.common_kind(a for g in self.gaussians for a in g._spec[1:]) == "float64"
+        return torch.float64 if f64 else torch.float32
 
-    def empty(self, shape, dtype=None):
-        """An uninitialized result in the call's framework. From _ext.MAPPED_BYTES on, in a
-        block of the library's BlockBuffer (mapped for this array and unmapped when it goes; huge
-        pages from 4 MiB), not from malloc's heap through torch.empty or np.empty: there, results
-        freed between calls stay resident and fragment the heap among the library's buffers
-        (bench/peers.py, pairwise_kl N = M = 1024, D = 256, ~100 calls: peak extra memory
-        33-44 MiB, 23.3-25.0 MiB this way; src/core/block_buffer.hpp). Such a tensor shares its
-        memory with a NumPy array, so it cannot be grown in place (resize_)."""
-        dtype = self.out_dtype if dtype is None else dtype
-        np_dtype = np.dtype(str(dtype).replace("torch.", "") if self.torch is not None else dtype)
-        count = 1
-        for s in shape:
-            count *= s
-        if count * np_dtype.itemsize >= _ext.MAPPED_BYTES:
-            a = _ext.empty_bytes(count * np_dtype.itemsize).view(np_dtype).reshape(shape)
-            return self.torch.from_numpy(a) if self.torch is not None else a
-        if self.torch is not None:
-            return self.torch.empty(shape, dtype=dtype)
-        return np.empty(shape, dtype=dtype)
+    def torch_ops(self):
+        """The result in torch operations (gausskl._torch_path): tensors on devices the library
+        cannot read, or the torch path asked for."""
+        from gausskl import _torch_path
 
-    def result(self, *xs):
-        """The results in the caller's framework, after the call's JitterWarnings (attributed
-        to the caller of the operation, which calls this)."""
-        self.jitter.warn(stacklevel=3)
-        if self.namespace is not None and hasattr(self.namespace, "from_dlpack"):
-            xs = tuple(self.namespace.from_dlpack(x) for x in xs)
-        return xs if len(xs) > 1 else xs[0]
+        self.unify()
+        return _torch_path.run(self)
+
+    def finish(self, result):
+        """The result in the caller's framework, after the call's JitterWarnings (attributed to
+        the caller of the operation)."""
+        self.jitter.warn(stacklevel=4)
+        ns = next((g._namespace for g in self.gaussians if g._namespace is not None), None)
+        if ns is not None and hasattr(ns, "from_dlpack"):
+            if isinstance(result, tuple):
+                return tuple(ns.from_dlpack(x) for x in result)
+            return ns.from_dlpack(result)
+        return result
 
 
-def _threads(op: str, threads) -> int:
-    threads = operator.index(threads)
-    if threads < 0:
-        raise ValueError(f"[{op}] options.threads must be >= 0 (0 = all cores), found {threads}")
-    return threads
+def _contiguous(g: Gaussian) -> Gaussian:
+    ranks = g._event_ranks()
+    return g._replace([_arrays.contiguous(a, (*g._batch, *a.shape[a.ndim - r:]))
+                       for a, r in zip(g._spec[1:], ranks)])
 
 
-def _rows(p: Gaussian, q: Gaussian, check: bool = True) -> int:
-    """The rows of a row-wise result. With check=False an N that does not broadcast gives p.n
-    (the library then reports it, after the checks it makes first)."""
-    if p.n == q.n or q.n == 1:
-        return p.n
-    if p.n == 1:
-        return q.n
-    if not check:
-        return p.n
-    raise ValueError(f"[kl] p and q have N = {p.n} and N = {q.n}; "
-                     "N must match or one side must have N = 1")
+def _compiled(name):
+    from gausskl import _compile
 
-
-def _check_d(op: str, p: Gaussian, q: Gaussian):
-    if p.d != q.d:
-        raise ValueError(f"[{op}] p and q have D = {p.d} and D = {q.d}; D must match")
+    return getattr(_compile, name)
 
 
 def kl(p, q, *, jitter: float = 0.0, memory_budget: int | None = 0, threads: int = 0,
        torch_path: bool | None = None):
-    """Row-wise KL divergence in nats: ``out[i] = KL(p_i || q_i)``, shape ``[max(N_p, N_q)]``.
+    """Row-wise KL divergence in nats: ``out[...] = KL(p[...] || q[...])``.
 
     ``p`` and ``q`` are batches of any family (``DiagGaussian``, ``FullGaussian``,
-    ``LowRankGaussian``, or a supported ``torch.distributions`` object); they have equal N, or
-    one of them has N = 1 and is paired with every row of the other.
+    ``LowRankGaussian``, or a supported ``torch.distributions`` object). Their batch shapes
+    broadcast as in torch and NumPy (equal N, or N = 1 on one side paired with every row of the
+    other; a batch ``[B, T]`` with one of ``[T]``, ...), and the result has the broadcast shape:
+    ``[N]`` for batches of N, a 0-d array for two single distributions.
+
+    Returns a NumPy array for NumPy inputs and a torch tensor if any input is one (on its
+    device), in float32 when every input is float32 and float64 otherwise; tensors with
+    ``requires_grad`` get gradients.
 
     ``jitter`` (>= 0, default 0): a covariance or precision matrix that is not positive definite
     is an error; with ``jitter > 0`` it is factored with ``jitter`` added to its diagonal instead
@@ -170,103 +208,85 @@ def kl(p, q, *, jitter: float = 0.0, memory_budget: int | None = 0, threads: int
     is too small: the row-wise work takes ...``) before anything is allocated; a negative one
     is a ValueError, anything but an int a TypeError.
 
-    On the torch path (CUDA and MPS tensors, ``torch_path=True``, GAUSSKL_FORCE_TORCH_PATH=1)
-    ``memory_budget`` is checked by the library's rules, then ignored: torch allocates as it
-    does. With gradients on the library path it bounds the forward only.
+    ``threads`` (default 0: all cores): the most worker threads; small calls run on the calling
+    thread whatever it says. Results do not depend on it.
+
+    ``torch_path`` (default None: by device): True computes torch tensors with torch operations
+    even on the CPU, as CUDA and MPS tensors always are (``GAUSSKL_FORCE_TORCH_PATH=1`` does the
+    same for every call). There ``memory_budget`` is checked by the library's rules, then
+    ignored: torch allocates as it does. With gradients on the library path it bounds the
+    forward only.
 
     >>> import numpy as np, gausskl as gk
     >>> p = gk.DiagGaussian(np.zeros(2), std=np.ones(2))
     >>> q = gk.DiagGaussian(np.ones(2), std=np.full(2, 2.0))
     >>> gk.kl(p, q).round(6)  # 2 * (1/4 + 1/4 - 1 + 2 log 2) / 2
-    array([0.886294])
+    np.float64(0.886294)
     """
-    op = "kl"
-    p, q = _as_gaussian(op, "p", p), _as_gaussian(op, "q", q)
-    threads = _threads(op, threads)
-    budget = _options.memory_budget(op, memory_budget)
-    call = _Call(op, [p, q], torch_path, jitter)
-    p, q = call.unify(p), call.unify(q)
-    if call.native:
-        from gausskl import _torch_path
-
-        _options.check_torch_path(op, call.jitter, budget=budget)
-        _check_d(op, p, q)
-        _rows(p, q)
-        return call.result(_torch_path.rowwise(op, p, q, call.out_dtype, call.jitter))
-    out = call.empty((_rows(p, q, check=False),))
-
-    def forward():
-        call.jitter.library(_ext.kl, p._batch(call.kind), q._batch(call.kind), out, threads,
-                            memory_budget=budget)
-        return out
-
-    if call.grad:
-        from gausskl import _autograd
-
-        return call.result(_autograd.rowwise(forward, [p, q]))
-    return call.result(forward())
+    if p.__class__ not in _GAUSSIANS:
+        p = _as_gaussian("kl", "p", p)
+    if q.__class__ not in _GAUSSIANS:
+        q = _as_gaussian("kl", "q", q)
+    if jitter.__class__ is not float or jitter or memory_budget or threads:
+        jitter, memory_budget, threads = _options.common("kl", jitter, memory_budget, threads)
+    else:
+        memory_budget = 0
+    if (p._torch or q._torch) and _arrays.compiling():
+        return _compiled("kl")(p, q, jitter, memory_budget, threads)
+    try:
+        out = _ext.kl(p._spec, q._spec, threads, jitter, memory_budget, torch_path)
+    except ValueError as e:
+        raise with_hint(e) from None
+    if out.__class__ is int or jitter or p._namespace is not None or q._namespace is not None:
+        return _Request("kl", p, q, threads=threads, jitter=jitter, budget=memory_budget,
+                        torch_path=torch_path).run(out)
+    return out
 
 
 def kl_standard_normal(p, *, jitter: float = 0.0, memory_budget: int | None = 0,
                        threads: int = 0, torch_path: bool | None = None):
-    """``out[i] = KL(p_i || N(0, I))`` in nats, shape ``[N]``: the prior term of a VAE loss.
+    """``out[...] = KL(p[...] || N(0, I))`` in nats, of p's batch shape: the prior term of a VAE.
 
-    ``jitter`` (>= 0, default 0): a covariance or precision matrix that is not positive definite
-    is an error; with ``jitter > 0`` it is factored with ``jitter`` added to its diagonal instead
-    (``C + jitter * I``; only such matrices), results and gradients are those of the jittered
-    matrices, and a ``gausskl.JitterWarning`` says how many distributions of each side needed it.
-
-    ``memory_budget`` (bytes, an int; default 0 or None: no limit): the most the library may
-    allocate for the call, here its row-wise work (a double per row, per-thread scratch); your
-    inputs and the returned array are not counted, and results do not depend on it. A budget
-    too small raises RuntimeError with the library's message (``[kl_standard_normal] the
-    memory budget (...) is too small: the row-wise work takes ...``) before anything is
-    allocated; a negative one is a ValueError, anything but an int a TypeError.
-
-    On the torch path ``memory_budget`` is checked by the library's rules, then ignored, as in
-    ``kl``.
+    ``jitter``, ``memory_budget``, ``threads`` and ``torch_path`` as in ``kl`` (a budget too
+    small gives ``[kl_standard_normal] the memory budget (...) is too small: the row-wise work
+    takes ...``). Results in p's framework, float32 for float32 inputs, float64 otherwise;
+    gradients flow to tensors with ``requires_grad``.
 
     A VAE loss with an encoder giving ``mu, logvar: [B, D]`` (torch; gradients flow)::
 
         recon = torch.nn.functional.mse_loss(decoder(z), x, reduction="sum")
         loss = recon + gk.kl_standard_normal(gk.DiagGaussian(mu, logvar=logvar)).sum()
     """
-    op = "kl_standard_normal"
-    p = _as_gaussian(op, "p", p)
-    threads = _threads(op, threads)
-    budget = _options.memory_budget(op, memory_budget)
-    call = _Call(op, [p], torch_path, jitter)
-    p = call.unify(p)
-    if call.native:
-        from gausskl import _torch_path
-
-        _options.check_torch_path(op, call.jitter, budget=budget)
-        return call.result(_torch_path.rowwise(op, p, None, call.out_dtype, call.jitter))
-    out = call.empty((p.n,))
-
-    def forward():
-        call.jitter.library(_ext.kl_standard_normal, p._batch(call.kind), out, threads,
-                            memory_budget=budget)
-        return out
-
-    if call.grad:
-        from gausskl import _autograd
-
-        return call.result(_autograd.rowwise(forward, [p]))
-    return call.result(forward())
+    if p.__class__ not in _GAUSSIANS:
+        p = _as_gaussian("kl_standard_normal", "p", p)
+    if jitter.__class__ is not float or jitter or memory_budget or threads:
+        jitter, memory_budget, threads = _options.common("kl_standard_normal", jitter,
+                                                         memory_budget, threads)
+    else:
+        memory_budget = 0
+    if p._torch and _arrays.compiling():
+        return _compiled("kl_standard_normal")(p, jitter, memory_budget, threads)
+    try:
+        out = _ext.kl_standard_normal(p._spec, threads, jitter, memory_budget, torch_path)
+    except ValueError as e:
+        raise with_hint(e) from None
+    if out.__class__ is int or jitter or p._namespace is not None:
+        return _Request("kl_standard_normal", p, None, threads=threads, jitter=jitter,
+                        budget=memory_budget, torch_path=torch_path).run(out)
+    return out
 
 
 def pairwise_kl(p, q=None, *, jitter: float = 0.0, tolerance: float | None = 0.0,
                 memory_budget: int | None = 0, threads: int = 0, torch_path: bool | None = None):
-    """All pairs: ``out[i, j] = KL(p_i || q_j)`` in nats, shape ``[N, M]``; without ``q``,
-    ``q = p`` and the diagonal is exactly 0. Memory is the ``[N, M]`` result plus O((N + M) D)
-    (O(D^2) per distribution for non-diagonal families), never ``[N, M, D]``.
+    """All pairs: ``out[i, j] = KL(p_i || q_j)`` in nats, shape ``[N, M]`` (for batch shapes
+    ``p.batch_shape + q.batch_shape``); without ``q``, ``q = p`` and the diagonal is exactly 0.
 
-    ``jitter`` (>= 0, default 0): a covariance or precision matrix that is not positive definite
-    is an error; with ``jitter > 0`` it is factored with ``jitter`` added to its diagonal instead
-    (``C + jitter * I``; only such matrices), results and gradients are those of the jittered
-    matrices, and a ``gausskl.JitterWarning`` says how many distributions of each side needed it
-    (``q = p`` counts as p).
+    Memory is O(N M) plus the factored q: no ``[N, M, D]`` intermediate. Results in the
+    inputs' framework (torch tensors if any input is one), float32 when every input is float32
+    and float64 otherwise. Gradients: diagonal pairs by the library (GEMM-shaped, no
+    ``[N, M, D]``), other families through torch operations on the same algorithm.
+
+    ``jitter``, ``threads`` and ``torch_path`` as in ``kl``.
 
     ``tolerance`` (default 0 or None: the library's default): the error each result may have,
     as ``|KL - exact| / (|exact| + 1)`` before rounding to the result's dtype. It is a
@@ -277,138 +297,86 @@ def pairwise_kl(p, q=None, *, jitter: float = 0.0, tolerance: float | None = 0.0
     inputs may use a faster float kernel.
 
     ``memory_budget`` (bytes, an int; default 0 or None: no limit): the most the library may
-    allocate for the call: the prepared (factored) copies of the inputs and work buffers, and
+    allocate for the call: the prepared (factored) copies of the inputs, work buffers, and
     blocks of rows of results in what they leave (without a budget, blocks of 128 MiB). Your
     inputs and the returned array are not counted, and results do not depend on it. A budget
     too small for the rest and one row raises RuntimeError with the library's message
     (``[pairwise_kl] the memory budget (...) is too small: ...``) before anything is allocated;
     a negative one is a ValueError, anything but an int a TypeError.
 
-    On the torch path (CUDA and MPS tensors, ``torch_path=True``, GAUSSKL_FORCE_TORCH_PATH=1,
-    and gradients of non-diagonal pairs) ``tolerance`` and ``memory_budget`` are checked by the
-    library's rules, then ignored: that path computes in float64 (float32 on MPS) with the
-    centred GEMM form, which has no per-entry error bound, and allocates as torch does.
+    On the torch path (CUDA and MPS tensors, ``torch_path=True``, GAUSSKL_FORCE_TORCH_PATH=1)
+    ``tolerance`` and ``memory_budget`` are checked by the library's rules, then ignored: that
+    path computes in float64 (float32 on MPS) with the centred GEMM form, which has no
+    per-entry error bound.
 
-    The forum's question (``mu, std: [B, H]``, the ``[B, B]`` matrix), as one line::
+    The forum's pairwise KL of diagonal Gaussians (``mu, std: [B, H]``), as one line::
 
-        kl = gk.pairwise_kl(gk.DiagGaussian(mu, std=std))
+        kl = gk.pairwise_kl(gk.DiagGaussian(mu, std=std))       # [B, B], no [B, B, H]
     """
     op = "pairwise_kl"
-    p = _as_gaussian(op, "p", p)
-    q = None if q is None else _as_gaussian(op, "q", q)
-    threads = _threads(op, threads)
-    tolerance = _options.tolerance(op, tolerance)
-    budget = _options.memory_budget(op, memory_budget)
-    call = _Call(op, [p] if q is None else [p, q], torch_path, jitter)
-    p, q = call.unify(p), call.unify(q)
-    m = p.n if q is None else q.n
-    diagonal = p.family == "diag" and (q is None or q.family == "diag")
-    if call.native or (call.grad and not diagonal):
-        # Tensors the library cannot read; or gradients of non-diagonal pairs, which autograd
-        # takes through the same GEMM form (still no [N, M, D]).
-        from gausskl import _torch_path
-
-        _options.check_torch_path(op, call.jitter, tolerance, budget)
-        if q is not None:
-            _check_d(op, p, q)
-        return call.result(_torch_path.pairwise(op, p, q, call.out_dtype, call.jitter))
-    out = call.empty((p.n, m))
-
-    def forward():
-        qb = None if q is None else q._batch(call.kind)
-        call.jitter.library(_ext.pairwise_kl, p._batch(call.kind), qb, out, threads,
-                            tolerance=tolerance, memory_budget=budget)
-        return out
-
-    if call.grad:
-        from gausskl import _autograd
-
-        return call.result(_autograd.pairwise_diag(forward, p, q))
-    return call.result(forward())
+    if p.__class__ not in _GAUSSIANS:
+        p = _as_gaussian(op, "p", p)
+    if q is not None and q.__class__ not in _GAUSSIANS:
+        q = _as_gaussian(op, "q", q)
+    if jitter.__class__ is not float or jitter or memory_budget or threads:
+        jitter, memory_budget, threads = _options.common(op, jitter, memory_budget, threads)
+    else:
+        memory_budget = 0
+    if tolerance.__class__ is not float or tolerance:
+        tolerance = _options.tolerance(op, tolerance)
+    if (p._torch or (q is not None and q._torch)) and _arrays.compiling():
+        return _compiled("pairwise_kl")(p, q, jitter, tolerance, memory_budget, threads)
+    try:
+        out = _ext.pairwise_kl(p._spec, None if q is None else q._spec, threads, jitter,
+                               tolerance, memory_budget, torch_path)
+    except ValueError as e:
+        raise with_hint(e) from None
+    if (out.__class__ is int or jitter or p._namespace is not None
+            or (q is not None and q._namespace is not None)):
+        return _Request(op, p, q, threads=threads, jitter=jitter, budget=memory_budget,
+                        torch_path=torch_path, tolerance=tolerance,
+                        self_pairs=q is None).run(out)
+    return out
 
 
 def knn_kl(p, q=None, *, k: int, exclude_self: bool = False, jitter: float = 0.0,
            tolerance: float | None = 0.0, memory_budget: int | None = 0, threads: int = 0,
            torch_path: bool | None = None):
     """Nearest neighbours by KL: for each ``p_i``, the ``k`` smallest ``KL(p_i || q_j)``,
-    ascending, ties to the lower ``j``. Returns ``(indices, kl)``, each ``[N, k]`` (indices
-    int64). Without ``q``, ``q = p``; ``exclude_self=True`` then leaves out ``j == i``. The
-    ``[N, M]`` matrix is never kept.
+    ascending, ties to the lower ``j``. Returns ``(indices, kl)``, each ``[N, k]`` (for a batch
+    shape of p, ``p.batch_shape + (k,)``), indices int64 into q's batch (in C order when it has
+    several axes), values as in ``pairwise_kl``. Without ``q``, ``q = p``; ``exclude_self=True``
+    then leaves out ``j == i``. The ``[N, M]`` matrix is never kept.
 
-    ``jitter`` (>= 0, default 0): a covariance or precision matrix that is not positive definite
-    is an error; with ``jitter > 0`` it is factored with ``jitter`` added to its diagonal instead
-    (``C + jitter * I``; only such matrices), results and gradients are those of the jittered
-    matrices, and a ``gausskl.JitterWarning`` says how many distributions of each side needed it
-    (``q = p`` counts as p).
+    ``jitter``, ``threads`` and ``torch_path`` as in ``kl``; ``memory_budget`` as in
+    ``pairwise_kl`` (blocks of rows of the matrix and their best k).
 
-    ``tolerance`` (default 0 or None: the library's default): the error each result may have,
-    as ``|KL - exact| / (|exact| + 1)`` before rounding to the result's dtype. It is a
-    guarantee, not an estimate: every entry gets a deterministic error bound, and those whose
-    bound exceeds it are recomputed in the exact per-dimension form. The default is 1e-7 when
-    every input is float32 and 1e-13 otherwise; the most is 1e-3 (ValueError if larger,
-    negative or NaN; TypeError if not a real number). From about 1e-5 up, float32 diagonal
-    inputs may use a faster float kernel. Here it is the error of the screening pass: every
-    candidate that could rank in the first ``k`` within it is re-scored with the exact pair
-    formula, so the values and order returned do not depend on it, only the speed does.
+    ``tolerance`` (default 0 or None: the library's default) is the error of the screening pass:
+    every candidate that could rank in the first ``k`` within it is re-scored with the exact
+    pair formula, so the values and order returned do not depend on it, only the speed does.
+    Its rules are those of ``pairwise_kl``.
 
-    ``memory_budget`` (bytes, an int; default 0 or None: no limit): the most the library may
-    allocate for the call: the prepared (factored) copies of the inputs, work buffers, and
-    blocks of rows of the ``[N, M]`` matrix in what they leave (without a budget, blocks of
-    128 MiB). Your inputs and the returned arrays are not counted, and results do not depend on
-    it. A budget too small for the rest and one row raises RuntimeError with the library's
-    message (``[knn_kl] the memory budget (...) is too small: ...``) before anything is
-    allocated; a negative one is a ValueError, anything but an int a TypeError.
-
-    On the torch path (CUDA and MPS tensors, ``torch_path=True``, GAUSSKL_FORCE_TORCH_PATH=1)
-    ``tolerance`` and ``memory_budget`` are checked by the library's rules, then ignored: that
-    path computes in float64 (float32 on MPS) with the centred GEMM form, which has no
-    per-entry error bound, in blocks of rows of at most 64 MiB whatever the budget.
+    Tensors with ``requires_grad`` get gradients of the values (through the pairs chosen).
 
     Retrieval, "the 10 nearest Gaussians by KL" of each query among a database::
 
         idx, dist = gk.knn_kl(gk.DiagGaussian(q_mu, std=q_std), gk.DiagGaussian(db_mu, std=db_std), k=10)
     """
     op = "knn_kl"
-    p = _as_gaussian(op, "p", p)
-    q = None if q is None else _as_gaussian(op, "q", q)
-    threads = _threads(op, threads)
-    tolerance = _options.tolerance(op, tolerance)
-    budget = _options.memory_budget(op, memory_budget)
-    k = operator.index(k)
-    call = _Call(op, [p] if q is None else [p, q], torch_path, jitter)
-    p, q = call.unify(p), call.unify(q)
-    # Checked before the [N, k] outputs are allocated, with the library's words.
-    if q is not None:
-        _check_d(op, p, q)
-        if exclude_self:
-            raise ValueError(f"[{op}] exclude_self needs q = p (call without q)")
-    m = p.n if q is None else q.n
-    max_k = m - 1 if exclude_self else m
-    if k < 1 or k > max_k:
-        raise ValueError(f"[{op}] k = {k} must be between 1 and "
-                         f"{'M - 1 = ' if exclude_self else 'M = '}{max_k}")
-    if call.native:
-        from gausskl import _torch_path
-
-        _options.check_torch_path(op, call.jitter, tolerance, budget)
-        return call.result(*_torch_path.knn(op, p, q, k, exclude_self, call.out_dtype,
-                                            call.jitter))
-    index_dtype = call.torch.int64 if call.torch is not None else np.int64
-    indices = call.empty((p.n, k), dtype=index_dtype)
-    values = call.empty((p.n, k))
-    qb = None if q is None else q._batch(call.kind)
-    call.jitter.library(_ext.knn_kl, p._batch(call.kind), qb, k, indices, values, exclude_self,
-                        threads, tolerance=tolerance, memory_budget=budget)
-    if call.grad:
-        # Values differentiable through the row-wise KL of the chosen pairs.
-        from gausskl import _autograd
-
-        torch = call.torch
-        q_ = p if q is None else q
-        rows = torch.arange(p.n).repeat_interleave(k)
-        cols = indices.reshape(-1)
-        pp = p._replace({n: a[rows] for n, a in p.arrays.items()})
-        qq = q_._replace({n: a[cols] for n, a in q_.arrays.items()})
-        flat = values.reshape(-1)
-        values = _autograd.rowwise(lambda: flat.clone(), [pp, qq]).reshape(p.n, k)
-    return call.result(indices, values)
+    if p.__class__ not in _GAUSSIANS:
+        p = _as_gaussian(op, "p", p)
+    if q is not None and q.__class__ not in _GAUSSIANS:
+        q = _as_gaussian(op, "q", q)
+    if jitter.__class__ is not float or jitter or memory_budget or threads:
+        jitter, memory_budget, threads = _options.common(op, jitter, memory_budget, threads)
+    else:
+        memory_budget = 0
+    if tolerance.__class__ is not float or tolerance:
+        tolerance = _options.tolerance(op, tolerance)
+    exclude_self = bool(exclude_self)
+    request = _Request(op, p, q, threads=threads, jitter=jitter, budget=memory_budget,
+                       torch_path=torch_path, tolerance=tolerance, k=k,
+                       exclude_self=exclude_self, self_pairs=q is None)
+    if (p._torch or (q is not None and q._torch)) and _arrays.compiling():
+        return _compiled("knn_kl")(request)
+    return request.run()

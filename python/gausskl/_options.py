@@ -47,6 +47,14 @@ def memory_budget(op: str, value) -> int:
     return value
 
 
+def common(op: str, jitter, memory_budget_, threads):
+    """The keywords every operation takes, as the extension passes them: (jitter as a float,
+    the budget as an int, threads as an int). Types here; ranges are the library's."""
+    if not isinstance(jitter, numbers.Real):
+        raise TypeError(f"[{op}] jitter must be a real number, found {type(jitter).__name__}")
+    return float(jitter), memory_budget(op, memory_budget_), operator.index(threads)
+
+
 def check_torch_path(op: str, jitter, tolerance_: float = 0.0, budget: int = 0) -> None:
     """The library's rules for the options, in its order (src/core/ops.cpp check_options: the
     jitter, the tolerance, the budget), on the torch path, which then ignores the tolerance and

@@ -8,6 +8,8 @@ and for gradients (every function here is differentiable by torch.autograd).
   first; KL does not change). Diagonal pairs: one GEMM with K = 2D. Other pairs: K = D^2 (vec of
   S_i + mu_i mu_i' against vec of P_j). Never an [N, M, D] intermediate.
 * knn: pairwise blocks of rows, each sorted stably (ties to the lower j) and cut to k.
+* Batch shapes: every batch is flattened to one axis of N rows (expand and reshape, so gradients
+  flow back to the arrays as given), and results take the broadcast batch shape.
 * Jitter: as in the library, a covariance or precision matrix whose Cholesky fails is factored
   again with jitter on its diagonal (the others are left alone), and counted.
 
@@ -184,8 +186,26 @@ def _cholesky(op: str, side: str, g, m: torch.Tensor, jitter) -> torch.Tensor:
 
 
 def _symmetric_from_lower(m: torch.Tensor) -> torch.Tensor:
-    """The symmetric matrix the library reads: the lower triangle, mirrored."""
-    return torch.tril(m) + torch.tril(m, diagonal=-1).transpose(-1, -2)
+    """The symmetric matrix the library reads: the lower triangle, mirrored. Its gradient is
+    that of (m + m^T) / 2, symmetric as torch's own for covariance matrices, so that a step of
+    gradient descent keeps the matrix symmetric."""
+    lower = torch.tril(m) + torch.tril(m, diagonal=-1).transpose(-1, -2)
+    if not m.requires_grad:
+        return lower
+    sym = 0.5 * (m + m.transpose(-1, -2))
+    return lower.detach() + (sym - sym.detach())
+
+
+def unpack_tril(e: torch.Tensor, d: int, log_diagonal: bool) -> torch.Tensor:
+    """L [..., D, D] from its packed lower triangle [..., D (D + 1) / 2] (torch.tril_indices
+    order), the diagonal exponentiated with log_diagonal."""
+    rows, cols = torch.tril_indices(d, d, device=e.device)
+    L = e.new_zeros(*e.shape[:-1], d, d)
+    L[..., rows, cols] = e
+    if log_diagonal:
+        diag = torch.diagonal(L, dim1=-2, dim2=-1)
+        L = L - torch.diag_embed(diag) + torch.diag_embed(torch.exp(diag))
+    return L
 
 
 class Side:
@@ -226,6 +246,8 @@ class Side:
             else:
                 if g.param == "scale_tril":
                     self.L = torch.tril(s)
+                elif g.param == "packed_scale_tril":
+                    self.L = unpack_tril(s, self.d, g.log_diagonal)
                 else:
                     self.L = _cholesky(op, side, g, _symmetric_from_lower(s), jitter)
                 self.logdet = 2.0 * torch.log(torch.diagonal(self.L, dim1=-2, dim2=-1)).sum(-1)
@@ -242,6 +264,20 @@ class Side:
                            + torch.log(self.Dg).sum(-1))
             self.a2, self.F = self.Dg, self.W
             self.kind = "low_rank"
+
+    def broadcast(self, own, batch) -> "Side":
+        """The same distributions repeated over the broadcast batch (views, not copies): every
+        per-distribution tensor, [N_own, ...], becomes [N, ...]."""
+        own, batch = tuple(own), tuple(batch)
+        if own == batch:
+            return self
+        n_own, n = math.prod(own), math.prod(batch)
+        for name, t in list(vars(self).items()):
+            if isinstance(t, torch.Tensor) and t.dim() >= 1 and t.shape[0] == n_own:
+                rest = tuple(t.shape[1:])
+                setattr(self, name, t.reshape(*own, *rest).expand(*batch, *rest)
+                        .reshape(n, *rest))
+        return self
 
     # -- this batch as q: tr(X' T^-1 X) per distribution, and tr(T^-1 diag(a2)) ----------------
     def quad(self, X: torch.Tensor) -> torch.Tensor:
@@ -309,9 +345,8 @@ def _pair_rowwise(P: Side, Q: Side | None) -> torch.Tensor:
 
 
 def _sides(op: str, p, q, jitter):
-    """Validates the jitter, p and q (q may be None) and views them in the compute dtype of p's
-    device; the q side is None when q is."""
-    check_jitter(op, jitter)
+    """Validates p and q (q may be None) and views them in the compute dtype of p's device; the
+    q side is None when q is."""
     validate(op, "p", p)
     if q is not None:
         validate(op, "q", q)
@@ -320,8 +355,88 @@ def _sides(op: str, p, q, jitter):
             Side(op, "q", q, dtype, jitter) if q is not None else None)
 
 
+def _flat(g, batch=None):
+    """g with its batch (broadcast to `batch` if given) as one axis of rows."""
+    batch = g._batch if batch is None else tuple(batch)
+    n = math.prod(batch)
+    arrays = []
+    for a, r in zip(g._spec[1:], g._event_ranks()):
+        event = tuple(a.shape[a.ndim - r:])
+        arrays.append(a.expand(*batch, *event).reshape(n, *event))
+    return g._replace(arrays)
+
+
+def broadcast_batches(op: str, p, q) -> tuple:
+    """The broadcast batch shape of a row-wise pair, or the library's error."""
+    try:
+        return torch.broadcast_shapes(p._batch, q._batch)
+    except RuntimeError:
+        if len(p._batch) <= 1 and len(q._batch) <= 1:
+            fail(op, f"p and q have N = {p.n} and N = {q.n}; N must match or one side must "
+                     "have N = 1")
+        fail(op, f"p and q have batch shapes {p._batch} and {q._batch}, which do not broadcast")
+
+
+def check_same_d(op: str, p, q):
+    if p.d != q.d:
+        fail(op, f"p and q have D = {p.d} and D = {q.d}; D must match")
+
+
+def rowwise_values(p, q=None):
+    """KL(p || q) over the broadcast batch (q None: N(0, I)), in torch operations, without
+    validation: the gradients of inputs the library has validated."""
+    batch = p._batch if q is None else torch.broadcast_shapes(p._batch, q._batch)
+    dtype = compute_dtype(p._spec[1].device)
+    P = Side("kl", "p", _flat(p), dtype).broadcast(p._batch, batch)
+    Q = None if q is None else Side("kl", "q", _flat(q), dtype).broadcast(q._batch, batch)
+    return _pair_rowwise(P, Q).reshape(batch)
+
+
+def run(request):
+    """The operation of a gausskl._ops._Request in torch operations, validated by the library's
+    rules in its order (options, p, q, their dimensions and batches)."""
+    from gausskl import _options
+
+    op, p, q, jitter = request.op, request.p, request.q, request.jitter
+    _options.check_torch_path(op, jitter, request.tolerance, request.budget)
+    out_dtype = request.out_dtype()
+    if op == "kl_standard_normal":
+        validate(op, "p", _flat(p))
+        P = Side(op, "p", _flat(p), compute_dtype(p._spec[1].device), jitter)
+        return _pair_rowwise(P, None).to(out_dtype).reshape(p._batch)
+    if op == "kl":
+        fp, fq = _flat(p), _flat(q)
+        validate(op, "p", fp)
+        validate(op, "q", fq)
+        check_same_d(op, p, q)
+        batch = broadcast_batches(op, p, q)
+        dtype = compute_dtype(p._spec[1].device)
+        P = Side(op, "p", fp, dtype, jitter).broadcast(p._batch, batch)
+        Q = Side(op, "q", fq, dtype, jitter).broadcast(q._batch, batch)
+        return _pair_rowwise(P, Q).to(out_dtype).reshape(batch)
+    fp = _flat(p)
+    fq = None if q is None else _flat(q)
+    validate(op, "p", fp)
+    if fq is not None:
+        validate(op, "q", fq)
+        check_same_d(op, p, q)
+    m_batch = p._batch if q is None else q._batch
+    if op == "pairwise_kl":
+        out = pairwise(op, fp, fq, out_dtype, jitter)
+        return out.reshape(*p._batch, *m_batch)
+    k, exclude_self = request.k, request.exclude_self
+    if fq is not None and exclude_self:
+        fail(op, "exclude_self needs q = p (call without q)")
+    m = math.prod(m_batch)
+    max_k = m - 1 if exclude_self else m
+    if not (1 <= k <= max_k):
+        fail(op, f"k = {k} must be between 1 and {'M - 1 = ' if exclude_self else 'M = '}{max_k}")
+    indices, values = knn(op, fp, fq, k, exclude_self, out_dtype, jitter)
+    return indices.reshape(*p._batch, k), values.reshape(*p._batch, k)
+
+
 def rowwise(op: str, p, q, out_dtype: torch.dtype, jitter) -> torch.Tensor:
-    """out[i] = KL(p_i || q_i); q None means N(0, I). Validated here."""
+    """out[i] = KL(p_i || q_i) of flat batches; q None means N(0, I). Validated here."""
     P, Q = _sides(op, p, q, jitter)
     return _pair_rowwise(P, Q).to(out_dtype)
 
@@ -356,8 +471,10 @@ class _PairwiseForm:
 
 
 def pairwise(op: str, p, q, out_dtype: torch.dtype, jitter) -> torch.Tensor:
-    P, Q = _sides(op, p, q, jitter)
-    Q = P if Q is None else Q
+    """All pairs of flat, validated batches (q None: q = p)."""
+    dtype = compute_dtype(p.arrays["mean"].device)
+    P = Side(op, "p", p, dtype, jitter)
+    Q = P if q is None else Side(op, "q", q, dtype, jitter)
     out = _PairwiseForm(P, Q).block(0, p.n)
     if q is None:
         # KL(p_i || p_i) = 0 exactly, as in the library.
@@ -366,8 +483,10 @@ def pairwise(op: str, p, q, out_dtype: torch.dtype, jitter) -> torch.Tensor:
 
 
 def knn(op: str, p, q, k: int, exclude_self: bool, out_dtype: torch.dtype, jitter):
-    P, Q = _sides(op, p, q, jitter)
-    Q = P if Q is None else Q
+    """The k nearest of flat, validated batches (q None: q = p)."""
+    dtype = compute_dtype(p.arrays["mean"].device)
+    P = Side(op, "p", p, dtype, jitter)
+    Q = P if q is None else Side(op, "q", q, dtype, jitter)
     form = _PairwiseForm(P, Q)
     m = Q.mean.shape[0]
     rows = max(1, KNN_BLOCK_BYTES // max(1, 8 * m))

@@ -1,161 +1,255 @@
-// One binding per operation. Outputs are allocated by the caller (in its own framework) and
-// passed in C-contiguous; the GIL is released for the whole computation, which touches no
-// Python object. The library's std::invalid_argument arrives in Python as ValueError and
-// std::runtime_error as RuntimeError, with the "[op] what, where" message unchanged.
-// Each operation returns how many p and q distributions were factored with the jitter.
-// tolerance and memory_budget are Options' as given; the library checks their ranges.
-#include <nanobind/ndarray.h>
-#include <nanobind/stl/optional.h>
-#include <nanobind/stl/pair.h>
+// The operations, one binding each: read the sides in place (calls.hpp), make the result in the
+// caller's framework, run the library over the batch without the GIL. The library validates
+// everything it is given and its std::invalid_argument and std::runtime_error reach Python as
+// ValueError and RuntimeError, its "[op] what, where" message unchanged. A Python int (Status)
+// comes back instead of a result when the call is not the library's to make as given.
+#include <nanobind/nanobind.h>
 
 #include <cstdint>
-#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
-#include <utility>
 
-#include "batch.hpp"
+#include "arrays.hpp"
+#include "calls.hpp"
 #include "gausskl/ops.hpp"
+#include "layout.hpp"
+#include "sides.hpp"
 
 namespace gausskl::python {
 namespace {
 
-template <class U>
-using Out1 = nb::ndarray<U, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
-template <class U>
-using Out2 = nb::ndarray<U, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
-
-template <class U, class Array>
-std::span<U> span_of(Array& a) {
-  return {a.data(), a.size()};
+template <class T>
+std::span<T> span_at(const Layout& layout, int operand, std::int64_t slice, std::int64_t count) {
+  return {reinterpret_cast<T*>(const_cast<char*>(layout.at(operand, slice))),
+          static_cast<std::size_t>(count)};
 }
 
-// The numbers of p and q distributions that needed the jitter (Options::on_jitter).
-using Jittered = std::pair<std::int64_t, std::int64_t>;
-
-// on_jitter runs while the GIL is released, so it only counts: Python hears of it from the
-// operation's return value.
-Options options_of(int threads, double jitter, std::int64_t memory_budget, Jittered& jittered,
-                   double tolerance = 0, bool exclude_self = false) {
-  Options o;
-  o.threads = threads;
-  o.exclude_self = exclude_self;
-  o.memory_budget = memory_budget;
-  o.tolerance = tolerance;
-  o.jitter = jitter;
-  o.on_jitter = [&jittered](const char* side, std::int64_t count) {
-    (side[0] == 'q' ? jittered.second : jittered.first) += count;
-  };
-  return o;
+// Rows of a side in a row-wise call: one when the side is constant along the inner axis and the
+// other is not (the library then pairs it with every row, preparing it once), else all.
+std::int64_t rows_of(const Side& side, const Side* other, const Layout& layout) {
+  const bool one = constant_inner(side, layout) && (!other || !constant_inner(*other, layout));
+  return one ? 1 : layout.inner();
 }
 
-// p and q must share one scalar type; the Python layer makes them agree, so a mismatch here is
-// a bug there, reported as TypeError (while the GIL is held).
-void check_same_type(const char* op, const Batch& p, const Batch* q) {
-  if (q && q->is_double() != p.is_double()) {
-    throw nb::type_error((std::string("[") + op + "] p and q must have the same dtype").c_str());
+// The library's own message for p and q whose batches do not broadcast, when they have one
+// axis each (it says "N = 3 and N = 2"); for more axes, ours.
+[[noreturn]] void batches_do_not_broadcast(const char* op, Call& call, int threads) {
+  if (call.p.batch.ndim <= 1 && call.q.batch.ndim <= 1) {
+    Layout lp(call.p.batch), lq(call.q.batch);
+    single_axis(call.p, lp);
+    single_axis(call.q, lq);
+    Jittered unused;
+    const Options o = options_of(threads, 0, 0, 0, false, unused);
+    with_type(call.dtype, [&](auto t) {
+      using T = decltype(t);
+      kl(view_of<T>(call.p, lp, 0, lp.inner()), view_of<T>(call.q, lq, 0, lq.inner()),
+         std::span<T>(), o);
+    });
   }
+  throw std::invalid_argument(std::string("[") + op + "] p and q have batch shapes " +
+                              call.p.batch.text() + " and " + call.q.batch.text() +
+                              ", which do not broadcast");
 }
 
-// Calls f with p's and q's views in their scalar type.
-template <class F>
-void with_views(const Batch& p, const Batch* q, F&& f) {
-  if (p.is_double()) {
-    f(*p.get<double>(), q ? q->get<double>() : nullptr);
-  } else {
-    f(*p.get<float>(), q ? q->get<float>() : nullptr);
+nb::object kl_op(nb::handle p, nb::handle q, int threads, double jitter, std::int64_t budget,
+                 nb::handle torch_path, bool for_grad) {
+  Call call;
+  if (const int status = read_call(p, q, torch_path, for_grad, call)) return nb::int_(status);
+  Shape shape;
+  if (!broadcast(call.p.batch, call.q.batch, shape)) batches_do_not_broadcast("kl", call, threads);
+  Layout layout(shape);
+  add_side(layout, call.p);
+  add_side(layout, call.q);
+  Result out = make_result(call.api, call.dtype, shape.ndim, shape.dims.data());
+  const int o = layout.add_contiguous(out.data, 1, itemsize(call.dtype));
+  layout.merge();
+  const std::int64_t n = layout.inner();
+  const std::int64_t np = rows_of(call.p, &call.q, layout), nq = rows_of(call.q, &call.p, layout);
+  Jittered jittered;
+  const Options options = options_of(threads, jitter, budget, 0, false, jittered);
+  with_type(call.dtype, [&](auto t) {
+    using T = decltype(t);
+    each_slice(layout, [&](std::int64_t s) {
+      kl(view_of<T>(call.p, layout, s, np), view_of<T>(call.q, layout, s, nq),
+         span_at<T>(layout, o, s, n), options);
+    });
+  });
+  return with_jitter(std::move(out.object), jitter, jittered);
+}
+
+nb::object kl_standard_normal_op(nb::handle p, int threads, double jitter, std::int64_t budget,
+                                 nb::handle torch_path, bool for_grad) {
+  Call call;
+  if (const int status = read_call(p, nb::none(), torch_path, for_grad, call)) {
+    return nb::int_(status);
   }
-}
-
-template <class U>
-Jittered kl_op(const Batch& p, const Batch& q, Out1<U> out, int threads, double jitter,
-               std::int64_t memory_budget) {
-  check_same_type("kl", p, &q);
+  const Shape& shape = call.p.batch;
+  Layout layout(shape);
+  add_side(layout, call.p);
+  Result out = make_result(call.api, call.dtype, shape.ndim, shape.dims.data());
+  const int o = layout.add_contiguous(out.data, 1, itemsize(call.dtype));
+  layout.merge();
+  const std::int64_t n = layout.inner();
   Jittered jittered;
-  nb::gil_scoped_release release;
-  with_views(p, &q, [&](const auto& gp, const auto* gq) {
-    kl(gp, *gq, span_of<U>(out), options_of(threads, jitter, memory_budget, jittered));
+  const Options options = options_of(threads, jitter, budget, 0, false, jittered);
+  with_type(call.dtype, [&](auto t) {
+    using T = decltype(t);
+    each_slice(layout, [&](std::int64_t s) {
+      kl_standard_normal(view_of<T>(call.p, layout, s, n), span_at<T>(layout, o, s, n), options);
+    });
   });
-  return jittered;
+  return with_jitter(std::move(out.object), jitter, jittered);
 }
 
-template <class U>
-Jittered kl_standard_normal_op(const Batch& p, Out1<U> out, int threads, double jitter,
-                               std::int64_t memory_budget) {
+// The q side of an all-pairs call (p itself without q) as one axis of M rows, and p's layout, to
+// which the caller adds the results (rows of M or k elements) before merging it.
+struct AllPairs {
+  Layout q_layout{Shape{}};
+  Layout p_layout{Shape{}};
+  const Side* q = nullptr;
+  std::int64_t m = 0;
+};
+
+// False when the q batch (or p's, without q) is not one stride: the package makes it contiguous.
+bool plan_all_pairs(Call& call, AllPairs& plan) {
+  Side& q = call.has_q ? call.q : call.p;
+  plan.q_layout = Layout(q.batch);
+  if (!single_axis(q, plan.q_layout)) return false;
+  plan.q = &q;
+  plan.m = plan.q_layout.inner();
+  // Also for q = p: the operands come in the same order, so the side's operand numbers agree.
+  plan.p_layout = Layout(call.p.batch);
+  add_side(plan.p_layout, call.p);
+  return true;
+}
+
+// The result shape [*p.batch, *tail].
+Shape result_shape(const Shape& p_batch, const std::int64_t* tail, int tail_ndim) {
+  Shape s = p_batch;
+  for (int k = 0; k < tail_ndim; ++k)
+    s.dims[s.ndim++] = tail[k];
+  return s;
+}
+
+nb::object pairwise_kl_op(nb::handle p, nb::handle q, int threads, double jitter,
+                          double tolerance, std::int64_t budget, nb::handle torch_path,
+                          bool for_grad) {
+  Call call;
+  if (const int status = read_call(p, q, torch_path, for_grad, call)) return nb::int_(status);
+  AllPairs plan;
+  if (!plan_all_pairs(call, plan)) return nb::int_(static_cast<int>(kConvert));
+  const Shape& qb = plan.q->batch;
+  if (call.p.batch.ndim + qb.ndim > kMaxDims) throw std::invalid_argument("too many batch axes");
+  const Shape shape = result_shape(call.p.batch, qb.dims.data(), qb.ndim);
+  Result out = make_result(call.api, call.dtype, shape.ndim, shape.dims.data());
+  Layout& layout = plan.p_layout;
+  const int o = layout.add_contiguous(out.data, plan.m, itemsize(call.dtype));
+  layout.merge();
+  const std::int64_t n = layout.inner(), m = plan.m;
   Jittered jittered;
-  nb::gil_scoped_release release;
-  with_views(p, nullptr, [&](const auto& gp, const auto*) {
-    kl_standard_normal(gp, span_of<U>(out), options_of(threads, jitter, memory_budget, jittered));
+  const Options options = options_of(threads, jitter, budget, tolerance, false, jittered);
+  with_type(call.dtype, [&](auto t) {
+    using T = decltype(t);
+    const Gaussians<T> qv = view_of<T>(*plan.q, plan.q_layout, 0, m);
+    each_slice(layout, [&](std::int64_t s) {
+      const std::span<T> dst = span_at<T>(layout, o, s, n * m);
+      if (call.has_q) {
+        pairwise_kl(view_of<T>(call.p, layout, s, n), qv, dst, options);
+      } else {
+        pairwise_kl(qv, dst, options);
+      }
+    });
   });
-  return jittered;
+  return with_jitter(std::move(out.object), jitter, jittered);
 }
 
-template <class U>
-Jittered pairwise_kl_op(const Batch& p, const Batch* q, Out2<U> out, int threads, double jitter,
-                        double tolerance, std::int64_t memory_budget) {
-  check_same_type("pairwise_kl", p, q);
+nb::object knn_kl_op(nb::handle p, nb::handle q, std::int64_t k, bool exclude_self, int threads,
+                     double jitter, double tolerance, std::int64_t budget, nb::handle torch_path,
+                     bool for_grad) {
+  Call call;
+  if (const int status = read_call(p, q, torch_path, for_grad, call)) return nb::int_(status);
+  AllPairs plan;
+  if (!plan_all_pairs(call, plan)) return nb::int_(static_cast<int>(kConvert));
   Jittered jittered;
-  nb::gil_scoped_release release;
-  with_views(p, q, [&](const auto& gp, const auto* gq) {
-    const Options o = options_of(threads, jitter, memory_budget, jittered, tolerance);
-    if (gq) {
-      pairwise_kl(gp, *gq, span_of<U>(out), o);
-    } else {
-      pairwise_kl(gp, span_of<U>(out), o);
-    }
+  const Options options = options_of(threads, jitter, budget, tolerance, exclude_self, jittered);
+  const std::int64_t m = plan.m, max_k = exclude_self ? m - 1 : m;
+  if (k < 1 || k > max_k || (call.has_q && exclude_self)) {
+    // The library's rule and message: called with no outputs, it refuses k (or exclude_self).
+    Layout& layout = plan.p_layout;
+    layout.merge();
+    with_type(call.dtype, [&](auto t) {
+      using T = decltype(t);
+      const Gaussians<T> qv = view_of<T>(*plan.q, plan.q_layout, 0, m);
+      const Gaussians<T> pv = call.has_q ? view_of<T>(call.p, layout, 0, layout.inner()) : qv;
+      if (call.has_q) {
+        knn_kl(pv, qv, k, {}, std::span<T>(), options);
+      } else {
+        knn_kl(pv, k, {}, std::span<T>(), options);
+      }
+    });
+    throw std::invalid_argument("[knn_kl] k = " + std::to_string(k) + " is out of range");
+  }
+  const Shape shape = result_shape(call.p.batch, &k, 1);
+  Result indices = make_index_result(call.api, shape.ndim, shape.dims.data());
+  Result values = make_result(call.api, call.dtype, shape.ndim, shape.dims.data());
+  Layout& layout = plan.p_layout;
+  const int oi = layout.add_contiguous(indices.data, k, 8);
+  const int ov = layout.add_contiguous(values.data, k, itemsize(call.dtype));
+  layout.merge();
+  const std::int64_t n = layout.inner();
+  with_type(call.dtype, [&](auto t) {
+    using T = decltype(t);
+    const Gaussians<T> qv = view_of<T>(*plan.q, plan.q_layout, 0, m);
+    each_slice(layout, [&](std::int64_t s) {
+      const auto idx = span_at<std::int64_t>(layout, oi, s, n * k);
+      const auto val = span_at<T>(layout, ov, s, n * k);
+      if (call.has_q) {
+        knn_kl(view_of<T>(call.p, layout, s, n), qv, k, idx, val, options);
+      } else {
+        knn_kl(qv, k, idx, val, options);
+      }
+    });
   });
-  return jittered;
+  nb::object result = nb::make_tuple(std::move(indices.object), std::move(values.object));
+  return with_jitter(result, jitter, jittered);
 }
 
-template <class U>
-Jittered knn_kl_op(const Batch& p, const Batch* q, std::int64_t k, Out2<std::int64_t> indices,
-                   Out2<U> values, bool exclude_self, int threads, double jitter, double tolerance,
-                   std::int64_t memory_budget) {
-  check_same_type("knn_kl", p, q);
-  Jittered jittered;
-  nb::gil_scoped_release release;
-  with_views(p, q, [&](const auto& gp, const auto* gq) {
-    const Options o = options_of(threads, jitter, memory_budget, jittered, tolerance, exclude_self);
-    if (gq) {
-      knn_kl(gp, *gq, k, span_of<std::int64_t>(indices), span_of<U>(values), o);
-    } else {
-      knn_kl(gp, k, span_of<std::int64_t>(indices), span_of<U>(values), o);
-    }
-  });
-  return jittered;
-}
-
-template <class U>
-void bind_ops(nb::module_& m) {
-  // noconvert on outputs: a converted output would be a temporary copy and the results lost.
-  m.def("kl", &kl_op<U>, nb::arg("p"), nb::arg("q"), nb::arg("out").noconvert(),
-        nb::arg("threads") = 0, nb::arg("jitter") = 0.0, nb::arg("memory_budget") = 0,
-        "out[i] = KL(p_i || q_i); N = 1 on either side broadcasts. Returns how many p and q "
-        "distributions were factored with jitter added to the diagonal.");
-  m.def("kl_standard_normal", &kl_standard_normal_op<U>, nb::arg("p"), nb::arg("out").noconvert(),
-        nb::arg("threads") = 0, nb::arg("jitter") = 0.0, nb::arg("memory_budget") = 0,
-        "out[i] = KL(p_i || N(0, I)). Returns (count, 0): how many p distributions were "
-        "factored with jitter added to the diagonal.");
-  m.def("pairwise_kl", &pairwise_kl_op<U>, nb::arg("p"), nb::arg("q").none(),
-        nb::arg("out").noconvert(), nb::arg("threads") = 0, nb::arg("jitter") = 0.0,
-        nb::arg("tolerance") = 0.0, nb::arg("memory_budget") = 0,
-        "out[i, j] = KL(p_i || q_j); q = None means q = p. Returns how many p and q "
-        "distributions were factored with jitter added to the diagonal (q = p: counted as p).");
-  m.def("knn_kl", &knn_kl_op<U>, nb::arg("p"), nb::arg("q").none(), nb::arg("k"),
-        nb::arg("indices").noconvert(), nb::arg("values").noconvert(),
-        nb::arg("exclude_self") = false, nb::arg("threads") = 0, nb::arg("jitter") = 0.0,
-        nb::arg("tolerance") = 0.0, nb::arg("memory_budget") = 0,
-        "The k smallest KL(p_i || q_j) per i, ascending, ties to the lower j. Returns how many p "
-        "and q distributions were factored with jitter on the diagonal (q = p: counted as p).");
+// The data addresses of a spec's arrays as the library would read them (tests: nothing copied).
+nb::list addresses(nb::handle spec) {
+  Side side;
+  if (!read_side(spec, side)) throw std::invalid_argument("not readable in place");
+  nb::list out;
+  for (int k = 0; k < side.count; ++k)
+    out.append(reinterpret_cast<std::uintptr_t>(side.arrays[k].data));
+  return out;
 }
 
 }  // namespace
 
-void bind_all_ops(nb::module_& m) {
+void bind_ops(nb::module_& m) {
+  using nb::arg;
   m.attr("MAX_TOLERANCE") = Options::max_tolerance;
-  bind_ops<float>(m);
-  bind_ops<double>(m);
+  m.attr("NEEDS_GRAD") = static_cast<int>(kNeedsGrad);
+  m.attr("TORCH_PATH") = static_cast<int>(kTorchPath);
+  m.attr("CONVERT") = static_cast<int>(kConvert);
+  m.def("kl", &kl_op, arg("p"), arg("q"), arg("threads"), arg("jitter"), arg("memory_budget"),
+        arg("torch_path").none(), arg("for_grad") = false,
+        "out[...] = KL(p || q) over the broadcast batch; a Status int when not the library's.");
+  m.def("kl_standard_normal", &kl_standard_normal_op, arg("p"), arg("threads"), arg("jitter"),
+        arg("memory_budget"), arg("torch_path").none(), arg("for_grad") = false,
+        "out[...] = KL(p || N(0, I)); a Status int when not the library's.");
+  m.def("pairwise_kl", &pairwise_kl_op, arg("p"), arg("q").none(), arg("threads"), arg("jitter"),
+        arg("tolerance"), arg("memory_budget"), arg("torch_path").none(),
+        arg("for_grad") = false,
+        "out[i..., j...] = KL(p_i || q_j); q None: q = p. A Status int when not the library's.");
+  m.def("knn_kl", &knn_kl_op, arg("p"), arg("q").none(), arg("k"), arg("exclude_self"),
+        arg("threads"), arg("jitter"), arg("tolerance"), arg("memory_budget"),
+        arg("torch_path").none(), arg("for_grad") = false,
+        "(indices, values) of the k smallest KL(p_i || q_j) per i; a Status int when not the "
+        "library's.");
+  m.def("addresses", &addresses, arg("spec"),
+        "The data addresses of a spec's arrays as the library reads them.");
 }
 
 }  // namespace gausskl::python

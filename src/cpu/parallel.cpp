@@ -9,7 +9,10 @@ namespace gausskl::cpu {
 
 int resolve_threads(int requested) {
   if (requested > 0) return requested;
-  return std::max(1u, std::thread::hardware_concurrency());
+  // Asked once: glibc reads /sys/devices/system/cpu/online for it, ~10 us, more than a small
+  // call's whole work.
+  static const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return cores;
 }
 
 void parallel_for(std::int64_t n, int workers,

@@ -114,14 +114,23 @@ def ref_pairwise(p, q):
 
 
 def force_torch_path(monkeypatch):
-    """CPU tensors onto the torch path (GAUSSKL_FORCE_TORCH_PATH=1), with any call into the C++
-    library an error, so that a test of that path cannot pass through the library."""
+    """CPU tensors onto the torch path (GAUSSKL_FORCE_TORCH_PATH=1), with any result computed by
+    the C++ library an error (its entry points may only answer that the call is the torch
+    path's), so that a test of that path cannot pass through the library."""
     from gausskl import _ext
 
     monkeypatch.setenv("GAUSSKL_FORCE_TORCH_PATH", "1")
+    refuse_library(monkeypatch)
 
-    def refuse(*args, **kwargs):
-        raise AssertionError("the C++ library was called")
+
+def refuse_library(monkeypatch):
+    from gausskl import _ext
 
     for name in ("kl", "kl_standard_normal", "pairwise_kl", "knn_kl"):
-        monkeypatch.setattr(_ext, name, refuse)
+        def checked(*args, _real=getattr(_ext, name), **kwargs):
+            got = _real(*args, **kwargs)
+            if got != _ext.TORCH_PATH:
+                raise AssertionError("the C++ library was called")
+            return got
+
+        monkeypatch.setattr(_ext, name, checked)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import gausskl as gk
+from gausskl import _ext
 from conftest import gaussian, make_arrays, needs_torch, ref_kl, ref_pairwise
 
 LAYOUTS = {
@@ -30,8 +31,7 @@ def test_any_strides_are_read_in_place(rng, layout):
     np.testing.assert_array_equal(mean, a["mean"])
     assert not (mean.flags.c_contiguous and std.flags.c_contiguous) or layout == "x"
     p = gk.DiagGaussian(mean, std=std)
-    batch = p._batch("float64")
-    assert batch.addresses() == [address(mean), address(std)]  # no copy
+    assert _ext.addresses(p._spec) == [address(mean), address(std)]  # no copy
     np.testing.assert_allclose(gk.kl_standard_normal(p), gk.kl_standard_normal(gaussian(a)),
                                rtol=1e-15)
     np.testing.assert_allclose(gk.pairwise_kl(p), ref_pairwise(a, a), rtol=1e-9, atol=1e-12)
@@ -42,7 +42,7 @@ def test_strided_matrices_and_broadcast_views(rng):
     cov = np.ascontiguousarray(a["covariance"].transpose(0, 2, 1)).transpose(0, 2, 1)
     mean = np.broadcast_to(a["mean"][:1], (4, 3))  # stride 0 along N
     p = gk.FullGaussian(mean, covariance=cov)
-    assert p._batch("float64").addresses() == [address(mean), address(cov)]
+    assert _ext.addresses(p._spec) == [address(mean), address(cov)]
     ref = ref_kl({"mean": np.array(mean), "covariance": a["covariance"]},
                  {"mean": np.zeros((1, 3)), "var": np.ones((1, 3))})
     np.testing.assert_allclose(gk.kl_standard_normal(p), ref, rtol=1e-9)
@@ -88,7 +88,7 @@ class ForeignArray:
 def test_other_dlpack_arrays_are_read_in_place():
     mean = np.arange(4.0).reshape(2, 2)
     p = gk.DiagGaussian(ForeignArray(mean), std=ForeignArray(np.ones((2, 2))))
-    assert p._batch("float64").addresses()[0] == address(mean)
+    assert _ext.addresses(p._spec)[0] == address(mean)
     out = gk.kl_standard_normal(p)
     assert isinstance(out, np.ndarray)  # no array namespace: NumPy
     np.testing.assert_allclose(out, 0.5 * (mean**2).sum(1))
@@ -112,7 +112,7 @@ def test_torch_in_torch_out_in_place(rng):
     t["cov_factor"] = t["cov_factor"].transpose(1, 2).contiguous().transpose(1, 2)  # strided
     p = gaussian(t)
     assert "torch" in repr(p)
-    assert p._batch("float32").addresses() == [v.data_ptr() for v in t.values()]
+    assert _ext.addresses(p._spec) == [v.data_ptr() for v in t.values()]
     for out in (gk.kl_standard_normal(p), gk.kl(p, p), gk.pairwise_kl(p), gk.knn_kl(p, k=2)[1]):
         assert isinstance(out, torch.Tensor) and out.dtype == torch.float32
     idx, _ = gk.knn_kl(p, k=2)

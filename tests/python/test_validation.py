@@ -177,7 +177,7 @@ def test_construction_rules():
                                          r"covariance, precision_matrix"):
         gk.FullGaussian(np.zeros((2, 2)))
     with pytest.raises(ValueError, match=r"^\[DiagGaussian\] mean must be \[N, D\] or \[D\]"):
-        gk.DiagGaussian(np.zeros((2, 2, 2)), std=1.0)
+        gk.DiagGaussian(np.zeros(()), std=1.0)
     with pytest.raises(ValueError, match=r"^\[DiagGaussian\] std must be \[N, D\] like mean, "
                                          r"found shape \(2, 3\)"):
         gk.DiagGaussian(np.zeros((3, 2)), std=np.ones((2, 3)))
@@ -188,7 +188,11 @@ def test_construction_rules():
     with pytest.raises(ValueError, match=r"^\[LowRankGaussian\] cov_factor must be \[N, D, R\]"):
         gk.LowRankGaussian(np.zeros((3, 2)), cov_factor=np.ones((3, 3, 1)), cov_diag=1.0)
     with pytest.raises(ValueError, match=r"^\[LowRankGaussian\] cov_diag must be \[N, D\]"):
-        gk.LowRankGaussian(np.zeros((3, 2)), cov_factor=np.ones((3, 2, 1)), cov_diag=np.ones(2))
+        gk.LowRankGaussian(np.zeros((3, 2)), cov_factor=np.ones((3, 2, 1)), cov_diag=np.ones(3))
+    with pytest.raises(ValueError, match=r"^\[LowRankGaussian\] cov_diag must be \[N, D\] like "
+                                         r"mean, found shape \(2, 2\) \(mean has shape \(3, 2\); "
+                                         r"the batch axes \(2,\) and \(3,\) do not broadcast\)"):
+        gk.LowRankGaussian(np.zeros((3, 2)), cov_factor=np.ones((3, 2, 1)), cov_diag=np.ones((2, 2)))
     with pytest.raises(TypeError, match=r"^\[DiagGaussian\] mean: not a numeric array"):
         gk.DiagGaussian(["a", None], std=1.0)
     with pytest.raises(TypeError, match=r"^\[kl\] p must be a DiagGaussian"):

@@ -1,0 +1,107 @@
+// The users' own sizes from C++ (seeds 000-003): one call of each public operation as a training
+// step makes it, threads as by default. bench/calls.py times the same calls from Python on the
+// same data; the difference is the cost of the Python layer (bench/README.md).
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "bench_data.hpp"
+#include "gausskl/gausskl.hpp"
+
+namespace {
+
+using gausskl::bench::random;
+
+// Lower-triangular factors with a diagonal in [0.5, 1.5] and off-diagonals in [-0.3, 0.3].
+std::vector<float> tril(std::int64_t n, std::int64_t d, std::uint64_t seed) {
+  std::vector<float> v = random<float>(n * d * d, -0.3, 0.3, seed);
+  const std::vector<float> diag = random<float>(n * d, 0.5, 1.5, seed + 1);
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t r = 0; r < d; ++r)
+      for (std::int64_t c = r; c < d; ++c)
+        v[(i * d + r) * d + c] = c == r ? diag[i * d + r] : 0;
+  return v;
+}
+
+gausskl::DiagGaussians<float> diag(const std::vector<float>& mean, const std::vector<float>& scale,
+                                   std::int64_t n, std::int64_t d, gausskl::DiagParam param) {
+  return {gausskl::contiguous<float, 2>(mean.data(), {n, d}),
+          gausskl::contiguous<float, 2>(scale.data(), {n, d}), param};
+}
+
+// Row-wise diagonal KL: std || std (seed 002's two VAEs; N = 5, D = 3 is the smallest call),
+// logvar || logvar (seed 003's VAE with a learned prior).
+void BM_kl_diag(benchmark::State& state) {
+  const std::int64_t n = state.range(0), d = state.range(1);
+  const bool logvar = state.range(2) != 0;
+  const auto param = logvar ? gausskl::DiagParam::logvar : gausskl::DiagParam::stddev;
+  const double lo = logvar ? -1 : 0.5, hi = logvar ? 1 : 2;
+  const auto mp = random<float>(n * d, -2, 2, 1), sp = random<float>(n * d, lo, hi, 2);
+  const auto mq = random<float>(n * d, -2, 2, 3), sq = random<float>(n * d, lo, hi, 4);
+  const gausskl::Gaussians<float> p = diag(mp, sp, n, d, param);
+  const gausskl::Gaussians<float> q = diag(mq, sq, n, d, param);
+  std::vector<float> out(static_cast<std::size_t>(n));
+  for (auto _ : state) {
+    gausskl::kl(p, q, std::span<float>(out));
+    benchmark::DoNotOptimize(out.data());
+  }
+}
+
+// The VAE prior term (seeds 002/003): KL(N(mu, exp(logvar)) || N(0, I)), B = 128, D = 32.
+void BM_kl_standard_normal(benchmark::State& state) {
+  const std::int64_t n = state.range(0), d = state.range(1);
+  const auto mu = random<float>(n * d, -2, 2, 1), logvar = random<float>(n * d, -1, 1, 2);
+  const gausskl::Gaussians<float> p = diag(mu, logvar, n, d, gausskl::DiagParam::logvar);
+  std::vector<float> out(static_cast<std::size_t>(n));
+  for (auto _ : state) {
+    gausskl::kl_standard_normal(p, std::span<float>(out));
+    benchmark::DoNotOptimize(out.data());
+  }
+}
+
+// The blog's full-covariance KL (seed 001), both sides scale_tril.
+void BM_kl_full(benchmark::State& state) {
+  const std::int64_t n = state.range(0), d = state.range(1);
+  const auto mp = random<float>(n * d, -2, 2, 1), mq = random<float>(n * d, -2, 2, 2);
+  const auto lp = tril(n, d, 3), lq = tril(n, d, 5);
+  const auto view = [&](const std::vector<float>& m, const std::vector<float>& l) {
+    return gausskl::Gaussians<float>(gausskl::FullGaussians<float>{
+        gausskl::contiguous<float, 2>(m.data(), {n, d}),
+        gausskl::contiguous<float, 3>(l.data(), {n, d, d}), gausskl::FullParam::scale_tril});
+  };
+  const auto p = view(mp, lp), q = view(mq, lq);
+  std::vector<float> out(static_cast<std::size_t>(n));
+  for (auto _ : state) {
+    gausskl::kl(p, q, std::span<float>(out));
+    benchmark::DoNotOptimize(out.data());
+  }
+}
+
+// Seed 000: the pairwise matrix of one batch, mu, std [B, H].
+void BM_pairwise_self(benchmark::State& state) {
+  const std::int64_t n = state.range(0), d = state.range(1);
+  const auto mu = random<float>(n * d, -2, 2, 1), sd = random<float>(n * d, 0.5, 2, 2);
+  const gausskl::Gaussians<float> p = diag(mu, sd, n, d, gausskl::DiagParam::stddev);
+  std::vector<float> out(static_cast<std::size_t>(n * n));
+  for (auto _ : state) {
+    gausskl::pairwise_kl(p, std::span<float>(out));
+    benchmark::DoNotOptimize(out.data());
+  }
+}
+
+}  // namespace
+
+BENCHMARK(BM_kl_diag)
+    ->ArgNames({"N", "D", "logvar"})
+    ->Args({5, 3, 0})
+    ->Args({8, 8, 0})
+    ->Args({128, 32, 0})
+    ->Args({128, 32, 1});
+BENCHMARK(BM_kl_standard_normal)->ArgNames({"N", "D"})->Args({5, 3})->Args({128, 32});
+BENCHMARK(BM_kl_full)->ArgNames({"N", "D"})->Args({5, 3})->Args({256, 16});
+BENCHMARK(BM_pairwise_self)->ArgNames({"N", "D"})->Args({100, 256})->Args({1024, 256})
+    ->UseRealTime();
+
+BENCHMARK_MAIN();

@@ -1,0 +1,303 @@
+"""The operations as torch custom operators, for torch.compile.
+
+Under ``torch.compile`` (``torch.compiler.is_compiling()``), gausskl.kl, kl_standard_normal,
+pairwise_kl and knn_kl call the operators registered here (namespace ``gausskl``), each with a
+fake implementation (shapes and dtypes, for tracing) and registered autograd, so that a loss
+calling them compiles with ``fullgraph=True``. Each operator runs the same code as an eager call
+(the C++ library; torch operations for CUDA and MPS tensors). In eager mode the operations call
+the library directly instead: dispatching through a registered operator costs more than a small
+call's whole work (bench/README.md).
+
+Differences from eager calls: the arrays must be torch tensors, and a JitterWarning is not
+raised (the jitter applies as in eager mode).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from gausskl import _arrays
+from gausskl import _ext
+from gausskl._distributions import CODES
+
+_FLOAT64 = torch.float64
+
+
+# -- batches as operator arguments: (tensors, code) ---------------------------------------------
+
+def _ranks(code: int) -> tuple:
+    if code == CODES["cov_factor"]:
+        return (1, 2, 1)
+    if CODES["scale_tril"] <= code <= CODES["precision_matrix"]:
+        return (1, 2)
+    return (1, 1)
+
+
+def _batch(arrays, code: int) -> tuple:
+    shapes = [tuple(a.shape[:a.dim() - r]) for a, r in zip(arrays, _ranks(code))]
+    return tuple(torch.broadcast_shapes(*shapes))
+
+
+def _out_dtype(*groups) -> torch.dtype:
+    kind = _arrays.common_kind(a for g in groups for a in g)
+    return torch.float64 if kind == "float64" else torch.float32
+
+
+def _gaussian(arrays, code: int):
+    """A gausskl batch over operator arguments (the family from the code)."""
+    from gausskl._distributions import DiagGaussian, FullGaussian, LowRankGaussian
+
+    names = {v: k for k, v in CODES.items()}
+    name = names[code]
+    if code <= CODES["precision"]:
+        return DiagGaussian(arrays[0], **{name: arrays[1]})
+    if code == CODES["cov_factor"]:
+        return LowRankGaussian(arrays[0], cov_factor=arrays[1], cov_diag=arrays[2])
+    if code == CODES["packed_log_diagonal"]:
+        return FullGaussian(arrays[0], packed_scale_tril=arrays[1], log_diagonal=True)
+    return FullGaussian(arrays[0], **{name: arrays[1]})
+
+
+def _eager(op: str, p, q, **options):
+    """The eager operation on operator arguments (warnings of the jitter dropped)."""
+    import warnings
+
+    from gausskl import _ops
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with torch.no_grad():
+            fn = getattr(_ops, op)
+            if op == "kl_standard_normal":
+                return fn(p, **options)
+            return fn(p, q, **options)
+
+
+# -- kl and kl_standard_normal -------------------------------------------------------------------
+
+@torch.library.custom_op("gausskl::kl", mutates_args=())
+def _kl_op(p: list[torch.Tensor], p_code: int, q: list[torch.Tensor], q_code: int, threads: int,
+           jitter: float, memory_budget: int) -> torch.Tensor:
+    pg = _gaussian(p, p_code)
+    options = dict(threads=threads, jitter=jitter, memory_budget=memory_budget)
+    if not q:
+        return _eager("kl_standard_normal", pg, None, **options).clone()
+    return _eager("kl", pg, _gaussian(q, q_code), **options).clone()
+
+
+@_kl_op.register_fake
+def _(p, p_code, q, q_code, threads, jitter, memory_budget):
+    batch = _batch(p, p_code)
+    if q:
+        batch = torch.broadcast_shapes(batch, _batch(q, q_code))
+    return p[0].new_empty(batch, dtype=_out_dtype(p, q))
+
+
+@torch.library.custom_op("gausskl::kl_backward", mutates_args=())
+def _kl_backward_op(p: list[torch.Tensor], p_code: int, q: list[torch.Tensor], q_code: int,
+                    grad: torch.Tensor, needs: list[bool], threads: int) -> list[torch.Tensor]:
+    from gausskl import _autograd, _torch_path
+
+    gs = [_gaussian(p, p_code)] + ([_gaussian(q, q_code)] if q else [])
+    arrays = [*p, *q]
+    slots = [(0, k) for k in range(len(p))] + [(1, k) for k in range(len(q))]
+    pg, qg = gs[0], (gs[1] if q else None)
+    if _autograd.library_rowwise(pg, qg):
+        grads = _ext.kl_backward(pg._spec, None if qg is None else qg._spec, grad.contiguous(),
+                                 tuple(needs), threads)
+        grads = _autograd._summed(grads, gs, slots, needs)
+    else:
+        grads = _autograd._torch_grads(_torch_path.rowwise_values, gs, slots, arrays, needs, grad)
+    return [g if g is not None else a.new_empty(0) for g, a in zip(grads, arrays)]
+
+
+@_kl_backward_op.register_fake
+def _(p, p_code, q, q_code, grad, needs, threads):
+    return [torch.empty_like(a) if n else a.new_empty(0) for a, n in zip([*p, *q], needs)]
+
+
+def _kl_setup(ctx, inputs, output):
+    p, p_code, q, q_code, threads = inputs[:5]
+    ctx.p_code, ctx.q_code, ctx.threads = p_code, q_code, threads
+    ctx.n_p = len(p)
+    ctx.save_for_backward(*p, *q)
+
+
+def _kl_backward(ctx, grad):
+    arrays = ctx.saved_tensors
+    p, q = list(arrays[:ctx.n_p]), list(arrays[ctx.n_p:])
+    needs = [ctx.needs_input_grad[0]] * len(p) + [ctx.needs_input_grad[2]] * len(q)
+    grads = _kl_backward_op(p, ctx.p_code, q, ctx.q_code, grad, needs, ctx.threads)
+    gp = [g if n else None for g, n in zip(grads[:len(p)], needs)]
+    gq = [g if n else None for g, n in zip(grads[len(p):], needs[len(p):])]
+    return gp, None, gq, None, None, None, None
+
+
+_kl_op.register_autograd(_kl_backward, setup_context=_kl_setup)
+
+
+def kl(p, q, jitter, memory_budget, threads):
+    return _kl_op(list(p._spec[1:]), p._spec[0], list(q._spec[1:]), q._spec[0], threads, jitter,
+                  memory_budget)
+
+
+def kl_standard_normal(p, jitter, memory_budget, threads):
+    return _kl_op(list(p._spec[1:]), p._spec[0], [], 0, threads, jitter, memory_budget)
+
+
+# -- pairwise_kl ---------------------------------------------------------------------------------
+
+@torch.library.custom_op("gausskl::pairwise_kl", mutates_args=())
+def _pairwise_op(p: list[torch.Tensor], p_code: int, q: list[torch.Tensor], q_code: int,
+                 threads: int, jitter: float, tolerance: float,
+                 memory_budget: int) -> torch.Tensor:
+    qg = _gaussian(q, q_code) if q else None
+    return _eager("pairwise_kl", _gaussian(p, p_code), qg, threads=threads, jitter=jitter,
+                  tolerance=tolerance, memory_budget=memory_budget).clone()
+
+
+@_pairwise_op.register_fake
+def _(p, p_code, q, q_code, threads, jitter, tolerance, memory_budget):
+    pb = _batch(p, p_code)
+    qb = _batch(q, q_code) if q else pb
+    return p[0].new_empty((*pb, *qb), dtype=_out_dtype(p, q))
+
+
+@torch.library.custom_op("gausskl::pairwise_kl_backward", mutates_args=())
+def _pairwise_backward_op(p: list[torch.Tensor], p_code: int, q: list[torch.Tensor],
+                          q_code: int, grad: torch.Tensor, needs: list[bool], threads: int,
+                          jitter: float) -> list[torch.Tensor]:
+    from gausskl import _autograd, _torch_path
+
+    arrays = [*p, *q]
+    gs = [_gaussian(p, p_code)] + ([_gaussian(q, q_code)] if q else [])
+    slots = [(0, k) for k in range(len(p))] + [(1, k) for k in range(len(q))]
+    if all(g._spec[0] <= CODES["precision"] for g in gs) and gs[0]._spec[1].device.type == "cpu":
+        specs = [g._spec for g in gs]
+        grads = _ext.pairwise_kl_backward(specs[0], specs[1] if q else None, grad.contiguous(),
+                                          tuple(needs), threads)
+        if grads.__class__ is int:
+            from gausskl._ops import _contiguous
+
+            flat = [_contiguous(g)._spec for g in gs]
+            grads = _ext.pairwise_kl_backward(flat[0], flat[1] if q else None, grad.contiguous(),
+                                              tuple(needs), threads)
+        grads = _autograd._summed(grads, gs, slots, needs)
+    else:
+        from gausskl._jitter import Jitter
+
+        def values(*batches):
+            fp = _torch_path._flat(batches[0])
+            fq = _torch_path._flat(batches[1]) if len(batches) > 1 else None
+            out = _torch_path.pairwise("pairwise_kl", fp, fq, grad.dtype,
+                                       Jitter("pairwise_kl", jitter))
+            pb = batches[0]._batch
+            return out.reshape(*pb, *(batches[1]._batch if fq is not None else pb))
+
+        grads = _autograd._torch_grads(values, gs, slots, arrays, needs, grad)
+    return [g if g is not None else a.new_empty(0) for g, a in zip(grads, arrays)]
+
+
+@_pairwise_backward_op.register_fake
+def _(p, p_code, q, q_code, grad, needs, threads, jitter):
+    return [torch.empty_like(a) if n else a.new_empty(0) for a, n in zip([*p, *q], needs)]
+
+
+def _pairwise_setup(ctx, inputs, output):
+    p, p_code, q, q_code, threads, jitter = inputs[:6]
+    ctx.p_code, ctx.q_code, ctx.threads, ctx.jitter = p_code, q_code, threads, jitter
+    ctx.n_p = len(p)
+    ctx.save_for_backward(*p, *q)
+
+
+def _pairwise_backward(ctx, grad):
+    arrays = ctx.saved_tensors
+    p, q = list(arrays[:ctx.n_p]), list(arrays[ctx.n_p:])
+    needs = [ctx.needs_input_grad[0]] * len(p) + [ctx.needs_input_grad[2]] * len(q)
+    grads = _pairwise_backward_op(p, ctx.p_code, q, ctx.q_code, grad, needs, ctx.threads,
+                                  ctx.jitter)
+    gp = [g if n else None for g, n in zip(grads[:len(p)], needs)]
+    gq = [g if n else None for g, n in zip(grads[len(p):], needs[len(p):])]
+    return gp, None, gq, None, None, None, None, None
+
+
+_pairwise_op.register_autograd(_pairwise_backward, setup_context=_pairwise_setup)
+
+
+def pairwise_kl(p, q, jitter, tolerance, memory_budget, threads):
+    qa, qc = ([], 0) if q is None else (list(q._spec[1:]), q._spec[0])
+    return _pairwise_op(list(p._spec[1:]), p._spec[0], qa, qc, threads, jitter, tolerance,
+                        memory_budget)
+
+
+# -- knn_kl --------------------------------------------------------------------------------------
+
+@torch.library.custom_op("gausskl::knn_kl", mutates_args=())
+def _knn_op(p: list[torch.Tensor], p_code: int, q: list[torch.Tensor], q_code: int, k: int,
+            exclude_self: bool, threads: int, jitter: float, tolerance: float,
+            memory_budget: int) -> tuple[torch.Tensor, torch.Tensor]:
+    import warnings
+
+    from gausskl import _ops
+
+    qg = _gaussian(q, q_code) if q else None
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        idx, val = _ops.knn_kl(_gaussian(p, p_code), qg, k=k, exclude_self=exclude_self,
+                               threads=threads, jitter=jitter, tolerance=tolerance,
+                               memory_budget=memory_budget)
+    return idx.clone(), val.clone()
+
+
+@_knn_op.register_fake
+def _(p, p_code, q, q_code, k, exclude_self, threads, jitter, tolerance, memory_budget):
+    shape = (*_batch(p, p_code), k)
+    return (p[0].new_empty(shape, dtype=torch.int64),
+            p[0].new_empty(shape, dtype=_out_dtype(p, q)))
+
+
+def _knn_setup(ctx, inputs, output):
+    p, p_code, q, q_code = inputs[:4]
+    ctx.p_code, ctx.q_code, ctx.threads = p_code, q_code, inputs[6]
+    ctx.n_p = len(p)
+    ctx.save_for_backward(*p, *q, output[0])
+
+
+def _knn_backward(ctx, grad_indices, grad_values):
+    *arrays, indices = ctx.saved_tensors
+    p, q = list(arrays[:ctx.n_p]), list(arrays[ctx.n_p:])
+    pg = _gaussian(p, ctx.p_code)
+    qg = _gaussian(q, ctx.q_code) if q else pg
+    # The chosen pairs' row-wise KL, differentiated at (p_i, q_j) and summed back by index.
+    from gausskl._torch_path import _flat
+
+    fp, fq = _flat(pg), _flat(qg)
+    kk = indices.shape[-1]
+    rows = torch.arange(fp.n, device=indices.device).repeat_interleave(kk)
+    cols = indices.reshape(-1)
+    pp = [a[rows] for a in fp._spec[1:]]
+    qq = [a[cols] for a in fq._spec[1:]]
+    needs = [True] * (len(pp) + len(qq))
+    grads = _kl_backward_op(pp, fp._spec[0], qq, fq._spec[0], grad_values.reshape(-1), needs,
+                            ctx.threads)
+    gp_rows, gq_rows = grads[:len(pp)], grads[len(pp):]
+    gp = [torch.zeros_like(a).index_add_(0, rows, g) for a, g in zip(fp._spec[1:], gp_rows)]
+    gq = [torch.zeros_like(a).index_add_(0, cols, g) for a, g in zip(fq._spec[1:], gq_rows)]
+    if not q:
+        gp = [a + b for a, b in zip(gp, gq)]
+        gq = []
+    gp = [g.reshape(*pg._batch, *a.shape[a.dim() - r:]).sum_to_size(a.shape)
+          for g, a, r in zip(gp, p, _ranks(ctx.p_code))]
+    gq = [g.reshape(*qg._batch, *a.shape[a.dim() - r:]).sum_to_size(a.shape)
+          for g, a, r in zip(gq, q, _ranks(ctx.q_code))]
+    return gp, None, gq or None, None, None, None, None, None, None, None
+
+
+_knn_op.register_autograd(_knn_backward, setup_context=_knn_setup)
+
+
+def knn_kl(request):
+    p, q = request.p, request.q
+    qa, qc = ([], 0) if q is None else (list(q._spec[1:]), q._spec[0])
+    return _knn_op(list(p._spec[1:]), p._spec[0], qa, qc, request.k, request.exclude_self,
+                   request.threads, request.jitter.eps, request.tolerance, request.budget)
