@@ -26,11 +26,15 @@ template <class T>
 struct FullBatch {
   std::int64_t n = 0, d = 0;
   FullParam param = FullParam::scale_tril;
-  std::vector<T> mean, scale;  // [N, D], [N, D, D]
+  std::vector<T> mean, scale;  // [N, D], [N, D, D] (packed_scale_tril: [N, D (D + 1) / 2])
+  bool log_diagonal = false;   // packed_scale_tril only
 
   FullGaussians<T> view() const {
-    return {contiguous<T, 2>(mean.data(), {n, d}), contiguous<T, 3>(scale.data(), {n, d, d}),
-            param};
+    const View<T, 2> m = contiguous<T, 2>(mean.data(), {n, d});
+    if (param == FullParam::packed_scale_tril) {
+      return {m, {}, param, contiguous<T, 2>(scale.data(), {n, d * (d + 1) / 2}), log_diagonal};
+    }
+    return {m, contiguous<T, 3>(scale.data(), {n, d, d}), param};
   }
 };
 
@@ -69,7 +73,7 @@ Batch<U> cast(const Batch<T>& batch) {
         if constexpr (std::is_same_v<B, DiagBatch<T>>) {
           return {DiagBatch<U>{b.n, b.d, b.param, to(b.mean), to(b.scale)}};
         } else if constexpr (std::is_same_v<B, FullBatch<T>>) {
-          return {FullBatch<U>{b.n, b.d, b.param, to(b.mean), to(b.scale)}};
+          return {FullBatch<U>{b.n, b.d, b.param, to(b.mean), to(b.scale), b.log_diagonal}};
         } else {
           return {LowRankBatch<U>{b.n, b.d, b.r, to(b.mean), to(b.factor), to(b.diag)}};
         }
