@@ -407,7 +407,10 @@ void validate_packed(const char* op, const std::string& side, const FullGaussian
                      int threads) {
   const auto name = [&side] { return side + ".scale (packed_scale_tril)"; };
   const std::int64_t n = g.mean.shape[0], d = g.mean.shape[1];
-  const std::int64_t k = product(op, d, sum(op, d, 1, name, " D + 1"), name, " D (D + 1)") / 2;
+  // K = D (D + 1) / 2, halving the even factor first: it overflows only if K does.
+  const std::int64_t k = d % 2 == 0 ? product(op, d / 2, d + 1, name, " row length D (D + 1) / 2")
+                                    : product(op, d, sum(op, d, 1, name, " D + 1") / 2, name,
+                                              " row length D (D + 1) / 2");
   const View<T, 2>& v = g.packed;
   if (v.shape != std::array<std::int64_t, 2>{n, k}) {
     fail(op, name() + " has shape " + shape_text<2>(v.shape) + ", expected " +
