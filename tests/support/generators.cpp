@@ -188,10 +188,23 @@ std::vector<Layout> all_layouts() {
   for (const FullParam p :
        {FullParam::scale_tril, FullParam::covariance, FullParam::precision_matrix})
     out.push_back({Family::full, DiagParam::stddev, p});
-  for (const bool log_diagonal : {false, true})
-    out.push_back({Family::full, DiagParam::stddev, FullParam::packed_scale_tril, log_diagonal});
+  for (const Layout& packed : packed_layouts())
+    out.push_back(packed);
   out.push_back({Family::lowrank});
   return out;
+}
+
+std::vector<Layout> packed_partners() {
+  std::vector<Layout> out = {layout_of(Family::diag), layout_of(Family::full)};
+  for (const Layout& packed : packed_layouts())
+    out.push_back(packed);
+  out.push_back(layout_of(Family::lowrank));
+  return out;
+}
+
+std::vector<Layout> packed_layouts() {
+  return {{Family::full, DiagParam::stddev, FullParam::packed_scale_tril, false},
+          {Family::full, DiagParam::stddev, FullParam::packed_scale_tril, true}};
 }
 
 Layout layout_of(Family family) {

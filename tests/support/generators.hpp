@@ -79,6 +79,9 @@ struct Layout {
 
 // diag x 4, full x 5 (packed_scale_tril with and without log_diagonal), low rank
 std::vector<Layout> all_layouts();
+std::vector<Layout> packed_layouts();  // packed_scale_tril without and with log_diagonal
+// What packed factors are tested against: std, scale_tril, both packed forms, low rank.
+std::vector<Layout> packed_partners();
 std::vector<Layout> family_layouts();  // std, scale_tril, low rank
 Layout layout_of(Family family);       // the family's first layout: std, scale_tril, low rank
 // e.g. "diag/logvar", "full/scale_tril", "full/packed_scale_tril/log_diagonal", "lowrank"
