@@ -380,14 +380,15 @@ TEST(Validate, PackedScaleTril) {
 
 TEST(Validate, PackedScaleTrilShapes) {
   const auto p = diag(4, 3);
-  FullGaussians<double> q = packed(4, 3).view();
+  const auto batch = packed(4, 3);
+  FullGaussians<double> q = batch.view();
   q.packed.shape = {4, 5};
   expect_invalid([&] { run_kl(p.view(), q); },
                  {"[kl] q.scale (packed_scale_tril) has shape [4, 5], expected [4, 6] ([N, D (D + "
                   "1) / 2] with D = 3 from q.mean)"});
   q.packed.shape = {3, 6};
   expect_invalid([&] { run_kl(p.view(), q); }, {"has shape [3, 6], expected [4, 6]"});
-  q = packed(4, 3).view();
+  q = batch.view();
   q.packed.data = nullptr;
   expect_invalid([&] { run_kl(p.view(), q); }, {"[kl] q.scale (packed_scale_tril) has no data"});
   // K = D (D + 1) / 2 beyond int64, with N = 0 so that nothing else stops it first.
@@ -401,7 +402,8 @@ TEST(Validate, PackedScaleTrilShapes) {
                  {"[kl_standard_normal] p.scale (packed_scale_tril) row length D (D + 1) / 2 "
                   "overflows int64"});
   // log_diagonal belongs to packed factors only.
-  FullGaussians<double> tril = full(4, 3, FullParam::scale_tril).view();
+  const auto tril_batch = full(4, 3, FullParam::scale_tril);
+  FullGaussians<double> tril = tril_batch.view();
   tril.log_diagonal = true;
   expect_invalid([&] { run_kl(p.view(), tril); },
                  {"[kl] q.log_diagonal is set, but it applies to packed_scale_tril only (q.scale "
