@@ -22,6 +22,9 @@
 // Measured (AVX3, 4096 x 32 float, one thread, kl_rowwise alone; tunables.hpp has the tile):
 // ~0.85 us a pair with the factors in L2, ~1.2 us streaming them from L3. Software prefetch of
 // the next pair's rows, 1 to 8 pairs ahead, measured flat (4.9-5.1 ms for the batch), so none.
+// Packed factors (gausskl_bench_rowwise_kernel, D = 32, CPU time, min of 8 on a loaded machine):
+// in L2 3-9% slower than scale_tril (masked staging), 3-5% more with log diagonals (Exp);
+// streamed (N = 4096) 24-26% faster (half the bytes).
 //
 // Accuracy: as the prepared path (tri_squares.hpp, kl_pair.hpp) up to one extra rounding per
 // entry from the reciprocal; Log within 4 ulp, f as rowwise_diag-inl.h. Measured against the
@@ -264,25 +267,54 @@ HWY_INLINE void StageRow(DD d, const Work& w, const T* HWY_RESTRICT row, std::in
   }
 }
 
-// Row i of B from packed row i of Lp (its i + 1 entries, any stride), and zeros right of the
-// diagonal as far as StageRow writes them (the packed row holds nothing there to read).
+// Row i of B from packed row i of Lp, the vectors StageRow writes: past its i + 1 entries a packed
+// row runs into the next rows, so every vector is masked to zero right of the diagonal. With unit
+// stride, whole vectors are loaded as in StageRow as long as they stay within the `readable`
+// entries from the row's start (the rest of the distribution's packed array); other vectors, and
+// strided rows, go through a buffer.
 template <class T>
 HWY_INLINE void StagePackedRow(DD d, const Work& w, const T* HWY_RESTRICT row, std::int64_t stride,
-                               std::int64_t i, double delta, double* HWY_RESTRICT b) {
+                               std::int64_t readable, std::int64_t i, double delta,
+                               double* HWY_RESTRICT b) {
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
-  const std::int64_t end = std::min((w.d + lanes) / lanes, (i + kRows) / lanes + 1) * lanes;
-  b[0] = delta;
-  Widen(d, row, stride, i + 1, b + 1);
-  for (std::int64_t c = i + 2; c < end; ++c)
-    b[c] = 0.0;
+  const std::int64_t vectors = std::min((w.d + lanes) / lanes, (i + kRows) / lanes + 1);
+  for (std::int64_t v = 0; v < vectors; ++v) {
+    const std::int64_t first = v * lanes - 1;  // the entry in lane 0 (-1: delta's column)
+    VD x;
+    if (first > i) {
+      x = hn::Zero(d);
+    } else if (stride == 1 && v == 0 && readable >= lanes) {
+      HWY_ALIGN std::int64_t up[hn::MaxLanes(DD())];
+      for (std::int64_t k = 0; k < lanes; ++k)
+        up[k] = k == 0 ? 0 : k - 1;
+      const VD shifted = hn::TableLookupLanes(LoadWide(d, row), hn::SetTableIndices(d, up));
+      x = hn::IfThenElse(hn::FirstN(d, 1), hn::Set(d, delta), shifted);
+    } else if (stride == 1 && v > 0 && first + lanes <= readable) {
+      x = LoadWide(d, row + first);
+    } else {
+      HWY_ALIGN double buf[hn::MaxLanes(DD())];
+      for (std::int64_t k = 0; k < lanes; ++k) {
+        const std::int64_t e = first + k;
+        buf[k] = e < 0 ? delta : e <= i ? static_cast<double>(row[e * stride]) : 0.0;
+      }
+      x = hn::Load(d, buf);
+    }
+    const auto keep = static_cast<std::size_t>(std::min(lanes, i + 1 - first));
+    hn::Store(hn::IfThenElseZero(hn::FirstN(d, keep), x), d, b + v * lanes);
+  }
 }
 
-template <class T>
+// 2 KL of one pair. kPacked: either side is packed. Without it every packed and log branch folds
+// away, so that scale_tril pairs run the code they ran before packed factors existed.
+template <bool kPacked, class T>
 double TwoKl(DD d, const Work& w, const Factor<T>& lp, const Factor<T>& lq,
              const T* HWY_RESTRICT mu, std::int64_t mu_stride, const T* HWY_RESTRICT nu,
              std::int64_t nu_stride) {
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
   const std::int64_t dims = w.d;
+  const bool p_packed = kPacked && lp.packed, q_packed = kPacked && lq.packed;
+  const bool p_log = kPacked && lp.log_diagonal, q_log = kPacked && lq.log_diagonal;
+  const std::int64_t packed_size = dims * (dims + 1) / 2;
   if (mu_stride == 1 && nu_stride == 1) {
     std::int64_t k = 0;
     for (; k + lanes <= dims; k += lanes)
@@ -296,8 +328,9 @@ double TwoKl(DD d, const Work& w, const Factor<T>& lp, const Factor<T>& lq,
   }
   for (std::int64_t i = 0; i < dims; ++i) {
     double* b = w.b + i * w.ld_b;
-    if (lp.packed) {
-      StagePackedRow(d, w, lp.Row(i), lp.col_stride, i, w.delta[i], b);
+    if (p_packed) {
+      StagePackedRow(d, w, lp.Row(i), lp.col_stride, packed_size - i * (i + 1) / 2, i, w.delta[i],
+                     b);
     } else if (lp.col_stride == 1) {
       StageRow(d, w, lp.Row(i), i, w.delta[i], b);
     } else {
@@ -306,8 +339,10 @@ double TwoKl(DD d, const Work& w, const Factor<T>& lp, const Factor<T>& lq,
       Widen(d, lp.Row(i), lp.col_stride, dims, b + 1);
       hn::StoreU(hn::Zero(d), d, b + dims + 1);
     }
-    // Entries right of the diagonal are never read: a packed row stops at it.
-    const std::int64_t row = lq.packed ? i + 1 : std::min(dims, (i + lanes) / lanes * lanes);
+    // Whole vectors, as far as they stay within the array: what lies right of the diagonal (the
+    // next rows' entries, for a packed row) is never read.
+    const std::int64_t whole = std::min(dims, (i + lanes) / lanes * lanes);
+    const std::int64_t row = q_packed ? std::min(whole, packed_size - i * (i + 1) / 2) : whole;
     Widen(d, lq.Row(i), lq.col_stride, row, w.lq + i * w.ld_q);
   }
   // M's diagonal and pivots first: the solve needs them. The ratio is exactly 1 where the
@@ -315,8 +350,8 @@ double TwoKl(DD d, const Work& w, const Factor<T>& lp, const Factor<T>& lq,
   // KL(p || p) at 0; elsewhere it costs one rounding more than a division, which the Log's
   // own division makes the costliest instruction here. The staged diagonals are read only here
   // (the solve takes the ratio and 1 / Lq_kk instead), so logs (log_diagonal) stay logs there.
-  const bool logs = lp.log_diagonal && lq.log_diagonal;
-  const double pad_p = lp.log_diagonal ? 0.0 : 1.0, pad_q = lq.log_diagonal ? 0.0 : 1.0;
+  const bool logs = p_log && q_log;
+  const double pad_p = p_log ? 0.0 : 1.0, pad_q = q_log ? 0.0 : 1.0;
   for (std::int64_t k0 = 0; k0 < dims; k0 += lanes) {
     HWY_ALIGN double a[hn::MaxLanes(DD())], c[hn::MaxLanes(DD())];
     for (std::int64_t k = 0; k < lanes; ++k) {
@@ -326,8 +361,8 @@ double TwoKl(DD d, const Work& w, const Factor<T>& lp, const Factor<T>& lq,
     }
     VD vp = hn::Load(d, a), vq = hn::Load(d, c);
     if (logs) hn::Store(hn::Sub(vp, vq), d, w.log_ratio + k0);
-    if (lp.log_diagonal) vp = hn::Exp(d, vp);
-    if (lq.log_diagonal) vq = hn::Exp(d, vq);
+    if (p_log) vp = hn::Exp(d, vp);
+    if (q_log) vq = hn::Exp(d, vq);
     const VD inv = hn::Div(hn::Set(d, 1.0), vq);
     hn::Store(inv, d, w.inv + k0);
     hn::Store(hn::IfThenElse(hn::Eq(vp, vq), hn::Set(d, 1.0), hn::Mul(vp, inv)), d, w.ratio + k0);
@@ -355,11 +390,16 @@ void Rows(const FullGaussians<T>& p, const FullGaussians<T>& q, std::int64_t lo,
   const DD d;
   const Work w = Carve(p.mean.shape[1], scratch);
   const bool p_once = p.mean.shape[0] == 1, q_once = q.mean.shape[0] == 1;
+  const bool packed =
+      p.param == FullParam::packed_scale_tril || q.param == FullParam::packed_scale_tril;
   for (std::int64_t i = lo; i < hi; ++i) {
     const std::int64_t ip = p_once ? 0 : i, iq = q_once ? 0 : i;
+    const Factor<T> lp = FactorOf(p, ip), lq = FactorOf(q, iq);
+    const T* mu = p.mean.data + ip * p.mean.strides[0];
+    const T* nu = q.mean.data + iq * q.mean.strides[0];
     const double two_kl =
-        TwoKl(d, w, FactorOf(p, ip), FactorOf(q, iq), p.mean.data + ip * p.mean.strides[0],
-              p.mean.strides[1], q.mean.data + iq * q.mean.strides[0], q.mean.strides[1]);
+        packed ? TwoKl<true>(d, w, lp, lq, mu, p.mean.strides[1], nu, q.mean.strides[1])
+               : TwoKl<false>(d, w, lp, lq, mu, p.mean.strides[1], nu, q.mean.strides[1]);
     // Every term is >= 0 up to round-off; the clamp only guards the sign of KL.
     out[i] = 0.5 * std::max(two_kl, 0.0);
   }
