@@ -135,6 +135,32 @@ void BM_kl_full(benchmark::State& state) {
   run<T>(state, view(mp, lp), view(mq, lq), 1);
 }
 
+// The same factors as BM_kl_full packed row by row with log diagonals (seed 001's form).
+template <class T>
+void BM_kl_full_packed_log(benchmark::State& state) {
+  const std::int64_t n = state.range(0), d = state.range(1), k = d * (d + 1) / 2;
+  const std::vector<T> mp = random<T>(n * d, -2, 2, 1), mq = random<T>(n * d, -2, 2, 2);
+  const auto pack = [&](const std::vector<T>& tril) {
+    std::vector<T> out;
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t r = 0; r < d; ++r)
+        for (std::int64_t c = 0; c <= r; ++c) {
+          const T x = tril[(i * d + r) * d + c];
+          out.push_back(c == r ? std::log(x) : x);
+        }
+    return out;
+  };
+  const std::vector<T> lp = pack(random_tril<T>(n, d, 3)), lq = pack(random_tril<T>(n, d, 5));
+  const auto view = [&](const std::vector<T>& mean, const std::vector<T>& packed) {
+    return gausskl::FullGaussians<T>{gausskl::contiguous<T, 2>(mean.data(), {n, d}),
+                                     {},
+                                     gausskl::FullParam::packed_scale_tril,
+                                     gausskl::contiguous<T, 2>(packed.data(), {n, k}),
+                                     true};
+  };
+  run<T>(state, view(mp, lp), view(mq, lq), 1);
+}
+
 template <class T>
 void BM_kl_lowrank(benchmark::State& state) {
   const std::int64_t d = state.range(0), r = state.range(1);
@@ -182,5 +208,7 @@ BENCHMARK_TEMPLATE(BM_kl_standard_normal_logvar, float)->Apply(diag_args);
 BENCHMARK_TEMPLATE(BM_kl_standard_normal_logvar, double)->Apply(diag_args);
 BENCHMARK_TEMPLATE(BM_kl_full, float)->Apply(full_args);
 BENCHMARK_TEMPLATE(BM_kl_full, double)->Apply(full_args);
+BENCHMARK_TEMPLATE(BM_kl_full_packed_log, float)->Apply(full_args);
+BENCHMARK_TEMPLATE(BM_kl_full_packed_log, double)->Apply(full_args);
 BENCHMARK_TEMPLATE(BM_kl_lowrank, float)->Apply(lowrank_args);
 BENCHMARK_TEMPLATE(BM_kl_lowrank, double)->Apply(lowrank_args);
