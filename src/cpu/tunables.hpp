@@ -142,4 +142,36 @@ inline constexpr std::int64_t kRowwiseFullChunk = 64;
 // The widest tile of any target, which sizes the scratch.
 inline constexpr std::int64_t kRowwiseFullMaxVectors = 4;
 
+// ---- pairwise_backward (pairwise_backward_gemm.hpp): gradients of diagonal all-pairs KL ----
+// The four products G [lam, nu lam] and G^T [mu, v + mu^2] run in double: float operands fail
+// the backward's per-element accuracy on adversarial data (rounding lam alone to float gives
+// errors of 2-6 times the 1e-6 bar, pairwise_backward_test.cpp), so the kernel is a double GEMM.
+
+// Register tile of the GEMM microkernel (pairwise_backward_ukr-inl.h): mr rows of A (G or G^T)
+// by nr_vectors vectors of B's columns; mr * nr_vectors accumulators.
+struct GemmTileShape {
+  std::int64_t mr;
+  std::int64_t nr_vectors;
+};
+// AVX-512 (32 registers): 24 accumulators + 2 B vectors + broadcasts folded into the FMAs.
+inline constexpr GemmTileShape kGemmTileAvx3{12, 2};
+// AVX2 (16 registers): 12 accumulators + 2 B vectors + 1 broadcast.
+inline constexpr GemmTileShape kGemmTileAvx2{6, 2};
+// SSE4/SSSE3 (16 registers, no FMA): not tuned (fallback only).
+inline constexpr GemmTileShape kGemmTileSse4{4, 2};
+// The scalar reference kernel (pairwise_backward_ukr_ref.cpp): any shape works, not tuned.
+inline constexpr std::int64_t kGemmRefMr = 4;
+inline constexpr std::int64_t kGemmRefNr = 4;
+
+// Cache blocks of the backward's loop nest: KC steps of the sum (rows of B) per packed block of
+// A, MC rows of A per block (a multiple of every target's mr), and h-chunks of kBackwardChunkH
+// dimensions, whose 2 * kBackwardChunkH product columns a worker keeps for MC rows.
+inline constexpr std::int64_t kGemmKC = 256;
+inline constexpr std::int64_t kGemmMC = 96;
+inline constexpr std::int64_t kBackwardChunkH = 256;
+
+// Backward calls of fewer than this many multiply-adds per worker run on fewer workers (each
+// parallel region starts its threads afresh, parallel.hpp).
+inline constexpr std::int64_t kBackwardWorkPerThread = std::int64_t{1} << 22;
+
 }  // namespace gausskl::cpu
