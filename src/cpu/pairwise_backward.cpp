@@ -26,18 +26,23 @@ void pairwise_diag_backward(const DiagGaussians<T>& p, const DiagGaussians<T>* q
     }
     return;
   }
-  const std::vector<double> centre = backward_centre(p, q);
-  const DiagSide ps = diag_side(p, centre);
-  DiagSide qs;
-  if (q) qs = diag_side(*q, centre);
-  const DiagSide* q_side = q ? &qs : nullptr;
   double g = 0;
   if (uniform_grad(grad, n, m, g)) {
-    pairwise_backward_uniform(ps, q_side, g, grad, dp, dq);
-    return;
+    // Centred at p's mean: the closed forms' sums of squares need it (uniform.hpp).
+    const std::vector<double> centre =
+        backward_centre(p, static_cast<const DiagGaussians<T>*>(nullptr));
+    const DiagRows<T> ps{p, centre.data()};
+    if (!q)
+      return pairwise_backward_uniform<T>(ps, nullptr, g, grad, dp, dq, resolve_threads(threads));
+    const DiagRows<T> qs{*q, centre.data()};
+    return pairwise_backward_uniform(ps, &qs, g, grad, dp, dq, resolve_threads(threads));
   }
-  pairwise_backward_gemm(ps, q_side, grad, dp, dq,
-                         pairwise_backward_workers(n, m, d, resolve_threads(threads)));
+  const std::vector<double> centre = backward_centre(p, q);
+  const DiagRows<T> ps{p, centre.data()};
+  const int workers = pairwise_backward_workers(n, m, d, resolve_threads(threads));
+  if (!q) return pairwise_backward_gemm<T>(ps, nullptr, grad, dp, dq, workers);
+  const DiagRows<T> qs{*q, centre.data()};
+  pairwise_backward_gemm(ps, &qs, grad, dp, dq, workers);
 }
 
 template void pairwise_diag_backward<float>(const DiagGaussians<float>&,

@@ -42,18 +42,19 @@ struct Chunks {
   }
 };
 
-// B [k, 2 D] in chunks and panels, row l from x(l, h) and y(l, h); padding columns are zero.
-template <class XY>
-void pack_b(const Chunks& ch, std::int64_t k, XY&& xy, double* dst) {
+// B [k, 2 D] in chunks and panels: row l from x(l, h) and y(l, h), which row(l, x, y) writes
+// for every h; padding columns are zero. `x` and `y` are [d] buffers.
+template <class Row>
+void pack_b(const Chunks& ch, std::int64_t k, Row&& row, double* x, double* y, double* dst) {
   const std::int64_t nr = ch.nr;
-  for (std::int64_t c = 0; c < ch.count; ++c) {
-    double* chunk = dst + ch.offset(c, k);
-    const std::int64_t h0 = ch.h0(c), w = ch.width(c), cols = ch.panels(c) * nr;
-    for (std::int64_t l = 0; l < k; ++l) {
+  for (std::int64_t l = 0; l < k; ++l) {
+    row(l, x, y);
+    for (std::int64_t c = 0; c < ch.count; ++c) {
+      double* chunk = dst + ch.offset(c, k) + l * nr;
+      const std::int64_t h0 = ch.h0(c), w = ch.width(c), cols = ch.panels(c) * nr;
       for (std::int64_t col = 0; col < cols; ++col) {
-        double value = 0;
-        if (col < 2 * w) value = xy(l, h0 + (col < w ? col : col - w), col < w);
-        chunk[(col / nr) * k * nr + l * nr + col % nr] = value;
+        const double value = col < w ? x[h0 + col] : col < 2 * w ? y[h0 + col - w] : 0.0;
+        chunk[(col / nr) * k * nr + col % nr] = value;
       }
     }
   }
@@ -133,43 +134,46 @@ int pairwise_backward_workers(std::int64_t n, std::int64_t m, std::int64_t d, in
 }
 
 template <class T>
-void pairwise_backward_gemm(const DiagSide& p, const DiagSide* q_or_null, const T* grad,
+void pairwise_backward_gemm(const DiagRows<T>& p, const DiagRows<T>* q_or_null, const T* grad,
                             const Gradients<T>& dp, const Gradients<T>& dq, int workers) {
   const bool self = q_or_null == nullptr;
-  const DiagSide& q = self ? p : *q_or_null;
-  const std::int64_t n = p.n, m = q.n, d = p.d;
+  const DiagRows<T>& q = self ? p : *q_or_null;
+  const std::int64_t n = p.n(), m = q.n(), d = p.d();
   const bool want_p = !dp.mean.empty() || !dp.scale.empty();
   const bool want_q = !self && (!dq.mean.empty() || !dq.scale.empty());
   if (!want_p && !want_q) return;
   const GemmKernel kernel = gemm_kernel();
-  const Chunks ch{d, kernel.tile.nr, (d + kBackwardChunkH - 1) / kBackwardChunkH};
-  const std::int64_t ldc =
-      (2 * kBackwardChunkH + kernel.tile.nr - 1) / kernel.tile.nr * kernel.tile.nr;
+  const std::int64_t nr = kernel.tile.nr;
+  const Chunks ch{d, nr, (d + kBackwardChunkH - 1) / kBackwardChunkH};
+  const std::int64_t ldc = (2 * kBackwardChunkH + nr - 1) / nr * nr;
 
   // Workspace, all allocated before any work: packed B of each product wanted, and per worker
-  // an A block, the product blocks and the row sums.
+  // an A block, the two product blocks, the sums of G and rows of operands and gradients.
   const bool p_products = want_p, q_products = want_q || self;
   Doubles b_p = p_products ? allocate(ch.size(m)) : nullptr;  // G [lam, nu lam]: depth m
   Doubles b_q = q_products ? allocate(ch.size(n)) : nullptr;  // G^T [mu, v + mu^2]: depth n
-  const std::int64_t per_worker = kGemmMC * kGemmKC + 2 * kGemmMC * ldc + 2 * kGemmMC + 4 * d;
+  const std::int64_t row_values = std::max(2 * d, 6 * kBackwardChunkH);
+  const std::int64_t per_worker = kGemmMC * kGemmKC + 2 * kGemmMC * ldc + 2 * kGemmMC + row_values;
   Doubles scratch = allocate(per_worker * workers);
   if (p_products) {
     pack_b(
         ch, m,
-        [&](std::int64_t j, std::int64_t h, bool x) {
-          const double lam = q.lam[j * d + h];
-          return x ? lam : q.mean[j * d + h] * lam;
+        [&](std::int64_t j, double* lam, double* nu_lam) {
+          q.read(j, 0, d, nu_lam, nullptr, lam, nullptr);
+          for (std::int64_t h = 0; h < d; ++h)
+            nu_lam[h] *= lam[h];
         },
-        b_p.get());
+        scratch.get(), scratch.get() + d, b_p.get());
   }
   if (q_products) {
     pack_b(
         ch, n,
-        [&](std::int64_t i, std::int64_t h, bool x) {
-          const double mu = p.mean[i * d + h];
-          return x ? mu : p.var[i * d + h] + mu * mu;
+        [&](std::int64_t i, double* mu, double* second) {
+          p.read(i, 0, d, mu, second, nullptr, nullptr);
+          for (std::int64_t h = 0; h < d; ++h)
+            second[h] += mu[h] * mu[h];
         },
-        b_q.get());
+        scratch.get(), scratch.get() + d, b_q.get());
   }
 
   // Rows of work: self: row k of dp from both products; else p's rows, then q's.
@@ -181,12 +185,16 @@ void pairwise_backward_gemm(const DiagSide& p, const DiagSide* q_or_null, const 
     double* c_q = c_p + kGemmMC * ldc;
     double* rsum = c_q + kGemmMC * ldc;
     double* csum = rsum + kGemmMC;
-    double* gmu = csum + kGemmMC;
-    double* gvar = gmu + d;
+    double* mean = csum + kGemmMC;
+    double* var = mean + kBackwardChunkH;
+    double* lam = var + kBackwardChunkH;
+    double* dvar = lam + kBackwardChunkH;
+    double* gmu = dvar + kBackwardChunkH;
+    double* gvar = gmu + kBackwardChunkH;
     // Rows [row0, row0 + rows) of one side: p (P, and Q too when self) or q (Q).
     const auto block = [&](bool p_side, std::int64_t row0, std::int64_t rows) {
       const bool do_p = p_side, do_q = !p_side || self;
-      const DiagSide& side = p_side ? p : q;
+      const DiagRows<T>& side = p_side ? p : q;
       if (do_p) grad_sums(grad, n, m, false, row0, rows, rsum);
       if (do_q) grad_sums(grad, n, m, true, row0, rows, csum);
       for (std::int64_t c = 0; c < ch.count; ++c) {
@@ -201,20 +209,18 @@ void pairwise_backward_gemm(const DiagSide& p, const DiagSide* q_or_null, const 
         }
         for (std::int64_t r = 0; r < rows; ++r) {
           const std::int64_t row = row0 + r;
-          const double* mean = side.mean.data() + row * d + h0;
+          side.read(row, h0, wc, mean, var, lam, dvar);
           if (do_p) {
             const double* p1 = c_p + r * ldc;
             const double* p2 = p1 + wc;
-            const double* v = p.var.data() + row * d + h0;
             for (std::int64_t h = 0; h < wc; ++h) {
               gmu[h] = mean[h] * p1[h] - p2[h];
-              gvar[h] = 0.5 * (p1[h] - rsum[r] / v[h]);
+              gvar[h] = 0.5 * (p1[h] - rsum[r] * lam[h]);
             }
           }
           if (do_q) {
             const double* q1 = c_q + r * ldc;
             const double* q2 = q1 + wc;
-            const double* lam = side.lam.data() + row * d + h0;
             const double col = csum[r];
             for (std::int64_t h = 0; h < wc; ++h) {
               const double nu = mean[h];
@@ -225,7 +231,7 @@ void pairwise_backward_gemm(const DiagSide& p, const DiagSide* q_or_null, const 
               gvar[h] = do_p ? gvar[h] + var_term : var_term;
             }
           }
-          store_gradients(side, row, h0, wc, gmu, gvar, p_side ? dp : dq);
+          store_gradients(p_side ? dp : dq, d, row, h0, wc, gmu, gvar, dvar);
         }
       }
     };
@@ -240,8 +246,8 @@ void pairwise_backward_gemm(const DiagSide& p, const DiagSide* q_or_null, const 
   });
 }
 
-#define GAUSSKL_INSTANTIATE(T)                                                     \
-  template void pairwise_backward_gemm(const DiagSide&, const DiagSide*, const T*, \
+#define GAUSSKL_INSTANTIATE(T)                                                           \
+  template void pairwise_backward_gemm(const DiagRows<T>&, const DiagRows<T>*, const T*, \
                                        const Gradients<T>&, const Gradients<T>&, int);
 GAUSSKL_INSTANTIATE(float)
 GAUSSKL_INSTANTIATE(double)

@@ -15,14 +15,12 @@
 
 namespace gausskl::cpu {
 
-// Error: every product entry is a sum of K = N or M terms G x, each a double multiply-add
-// chain of at most kGemmKC steps added into the entry, so |err| <= (kGemmKC + K / kGemmKC + 2)
-// u sum |G x| (u = 2^-53), and the gradients' combinations add a few u of their terms' sizes:
-// dL/dmu_i is off by at most (kGemmKC + K / kGemmKC + 4) u sum_j |G_ij| lam_j (|mu_i| + |nu_j|),
-// below 1e-13 of that sum for K <= 2^20; dL/dw_j likewise with |G| (v + mu^2 + 2 |mu nu| + nu^2).
-// Results do not depend on `workers`. Throws std::bad_alloc only, before any work.
+// Error (u = 2^-53, K = N or M): a product entry is off by <= (kGemmKC + K/kGemmKC + 2) u sum|G x|,
+// so dL/dmu_i by <= (kGemmKC + K/kGemmKC + 4) u sum_j |G_ij| lam_j (|mu_i| + |nu_j|), < 1e-12 of
+// it. (dL/dw alike with v + mu^2 + 2 |mu nu| + nu^2.) Results do not depend on `workers`. Throws
+// std::bad_alloc only, before any work.
 template <class T>
-void pairwise_backward_gemm(const DiagSide& p, const DiagSide* q, const T* grad,
+void pairwise_backward_gemm(const DiagRows<T>& p, const DiagRows<T>* q, const T* grad,
                             const Gradients<T>& dp, const Gradients<T>& dq, int workers);
 
 // The workers worth starting for n x m pairs of dimension d (kBackwardWorkPerThread).

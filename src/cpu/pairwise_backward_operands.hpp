@@ -1,5 +1,5 @@
-// The operands of the pairwise backward (pairwise_backward.cpp): one diagonal batch's values in
-// double, and the chain rule from the variance to the scale parameter the caller gave.
+// The operands of the pairwise backward (pairwise_backward.cpp): a diagonal batch's rows read
+// in double, and the chain rule from the variance to the scale parameter the caller gave.
 #pragma once
 
 #include <cstdint>
@@ -10,26 +10,31 @@
 
 namespace gausskl::cpu {
 
-// A diagonal batch in double, C order [n, d]: means minus a shared centre (KL is invariant to
-// translating both sides, and the GEMM forms cancel less on centred means), variances,
-// precisions, and the derivative of the variance with respect to the caller's scale parameter.
-struct DiagSide {
-  std::int64_t n = 0, d = 0;
-  std::vector<double> mean, var, lam, dvar;
+// A diagonal batch read row by row in double (nothing is copied up front: the paths read each
+// row where they need it), its means less a shared centre: KL is invariant to translating both
+// sides, and the GEMM forms cancel less on centred means.
+template <class T>
+struct DiagRows {
+  DiagGaussians<T> g;
+  const double* centre;  // [d]
+
+  std::int64_t n() const noexcept { return g.mean.shape[0]; }
+  std::int64_t d() const noexcept { return g.mean.shape[1]; }
+  // Row i, dimensions [h0, h0 + count): mean - centre, variance, precision and dv/dscale; a
+  // null destination is not computed.
+  void read(std::int64_t i, std::int64_t h0, std::int64_t count, double* mean, double* var,
+            double* lam, double* dvar) const noexcept;
 };
 
-// Per dimension h, the mean of p's means (q == nullptr) or the midpoint of p's and q's.
+// Per dimension h, the mean of p's means, or with q the midpoint of p's and q's means.
 template <class T>
 std::vector<double> backward_centre(const DiagGaussians<T>& p, const DiagGaussians<T>* q);
 
-// g's values, centred by `centre` ([d]). Throws std::bad_alloc only.
+// Writes row i, dimensions [h0, h0 + count), of a batch's gradients ([n, d] arrays):
+// dL/dmean = gmu and dL/dscale = gvar * dvar, rounded once to T; empty spans are not written.
 template <class T>
-DiagSide diag_side(const DiagGaussians<T>& g, const std::vector<double>& centre);
-
-// Writes row i, dimensions [h0, h0 + count), of a side's gradients: dL/dmean = gmu and
-// dL/dscale = gvar * dv/dscale, rounded once to T; an empty span is not written.
-template <class T>
-void store_gradients(const DiagSide& side, std::int64_t i, std::int64_t h0, std::int64_t count,
-                     const double* gmu, const double* gvar, const Gradients<T>& out) noexcept;
+void store_gradients(const Gradients<T>& out, std::int64_t d, std::int64_t i, std::int64_t h0,
+                     std::int64_t count, const double* gmu, const double* gvar,
+                     const double* dvar) noexcept;
 
 }  // namespace gausskl::cpu

@@ -13,12 +13,14 @@
 #include <random>
 #include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "cpu/backward.hpp"
 #include "cpu/pairwise_backward_gemm.hpp"
 #include "cpu/pairwise_backward_operands.hpp"
 #include "gausskl/gradients.hpp"
+#include "support/batches.hpp"
 #include "support/generators.hpp"
 
 namespace gausskl {
@@ -217,9 +219,7 @@ Result<T> run(Path path, const DiagBatch<T>& p, const DiagBatch<T>& q, bool self
   } else {  // the GEMM forms whatever the grad, as the backend runs them
     const auto pv = p.view(), qv = q.view();
     const std::vector<double> centre = cpu::backward_centre(pv, self ? nullptr : &qv);
-    const cpu::DiagSide ps = cpu::diag_side(pv, centre);
-    cpu::DiagSide qs;
-    if (!self) qs = cpu::diag_side(qv, centre);
+    const cpu::DiagRows<T> ps{pv, centre.data()}, qs{qv, centre.data()};
     cpu::pairwise_backward_gemm(ps, self ? nullptr : &qs, g.data(), dp, dq,
                                 cpu::pairwise_backward_workers(p.n, q.n, p.d, 2));
   }
@@ -376,6 +376,92 @@ TEST(PairwiseBackward, ReferenceAgreesWithLongDouble) {
   // And the library on it, against the long-double sums.
   for (const Path path : {Path::library, Path::gemm})
     EXPECT_LE(ratios(run(path, p, q, false, g), b, false).worst(), 1.0);
+}
+
+// Bitwise the same results on 1 and 2 threads, on both paths (uniform grad: the mean's 1/(NM)),
+// each large enough to start two workers.
+TEST(PairwiseBackward, ThreadCountDoesNotMatter) {
+  Rng rng(16);
+  const auto [ps, qs] = adversarial(rng, 300, 300);
+  const auto p = test::make_diag<float>(ps, DiagParam::logvar);
+  const auto q = test::make_diag<float>(qs, DiagParam::stddev);
+  for (const bool self : {false, true}) {
+    std::vector<float> mean_grad(300 * 300, 1.0f / (300 * 300));
+    for (const auto& g : {make_grad<float>(rng, GradKind::mixed, 300, 300), mean_grad}) {
+      const Result<float> one = run(Path::library, p, q, self, g, 1);
+      const Result<float> two = run(Path::library, p, q, self, g, 2);
+      EXPECT_EQ(one.p_mean, two.p_mean);
+      EXPECT_EQ(one.p_scale, two.p_scale);
+      EXPECT_EQ(one.q_mean, two.q_mean);
+      EXPECT_EQ(one.q_scale, two.q_scale);
+    }
+  }
+}
+
+// Inputs read through unusual strides (reversed rows, padded) give bitwise the contiguous
+// results; gradients not asked for are not written, and the others are unchanged.
+TEST(PairwiseBackward, StridesAndWantedSpans) {
+  Rng rng(17);
+  const auto [ps, qs] = random_pair(rng, 30, 20, 33);
+  const auto p = test::make_diag<double>(ps, DiagParam::precision);
+  const auto q = test::make_diag<double>(qs, DiagParam::var);
+  for (const GradKind kind : {GradKind::ones, GradKind::mixed}) {
+    const auto g = make_grad<double>(rng, kind, 30, 20);
+    const Result<double> want = run(Path::library, p, q, false, g);
+    std::vector<double> s1, s2, s3, s4;
+    const DiagGaussians<double> pv{test::restrided(p.view().mean, s1),
+                                   test::restrided(p.view().scale, s2), p.param};
+    const DiagGaussians<double> qv{test::restrided(q.view().mean, s3),
+                                   test::restrided(q.view().scale, s4), q.param};
+    Result<double> got{std::vector<double>(30 * 33), std::vector<double>(30 * 33),
+                       std::vector<double>(20 * 33), std::vector<double>(20 * 33)};
+    pairwise_kl_backward(Gaussians<double>(pv), Gaussians<double>(qv), std::span<const double>(g),
+                         Gradients<double>{got.p_mean, got.p_scale},
+                         Gradients<double>{got.q_mean, got.q_scale});
+    EXPECT_EQ(got.p_mean, want.p_mean);
+    EXPECT_EQ(got.p_scale, want.p_scale);
+    EXPECT_EQ(got.q_mean, want.q_mean);
+    EXPECT_EQ(got.q_scale, want.q_scale);
+    // One array at a time.
+    for (int which = 0; which < 4; ++which) {
+      std::vector<double> out(which < 2 ? 30 * 33 : 20 * 33, -7.0);
+      Gradients<double> dp, dq;
+      (which == 0 ? dp.mean : which == 1 ? dp.scale : which == 2 ? dq.mean : dq.scale) = out;
+      pairwise_kl_backward(Gaussians<double>(p.view()), Gaussians<double>(q.view()),
+                           std::span<const double>(g), dp, dq);
+      const auto& expected = which == 0   ? want.p_mean
+                             : which == 1 ? want.p_scale
+                             : which == 2 ? want.q_mean
+                                          : want.q_scale;
+      EXPECT_EQ(out, expected) << which << " " << grad_name(kind);
+    }
+  }
+}
+
+// One distribution on a side, one dimension.
+TEST(PairwiseBackward, SmallShapes) {
+  Rng rng(18);
+  for (const auto& [n, m, d] : {std::tuple{1, 1, 1}, std::tuple{1, 7, 3}, std::tuple{5, 1, 2},
+                                std::tuple{2, 2, 1}, std::tuple{13, 13, 5}}) {
+    const auto [ps, qs] = random_pair(rng, n, m, d);
+    const auto p = test::make_diag<double>(ps, DiagParam::stddev);
+    const auto q = test::make_diag<double>(qs, DiagParam::logvar);
+    for (const GradKind kind :
+         {GradKind::ones, GradKind::mixed, GradKind::positive, GradKind::ones_but_diagonal}) {
+      const auto g = make_grad<double>(rng, kind, n, m);
+      for (const Path path : {Path::library, Path::gemm}) {
+        EXPECT_LE(
+            ratios(run(path, p, q, false, g), reference<double>(p, q, false, g), false).worst(),
+            1.0)
+            << n << "x" << m << " D" << d << " " << grad_name(kind);
+        if (n == m) {
+          EXPECT_LE(
+              ratios(run(path, p, p, true, g), reference<double>(p, p, true, g), true).worst(), 1.0)
+              << n << " D" << d << " q=p " << grad_name(kind);
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
