@@ -1,7 +1,8 @@
 // Seed 000's training step, backward: the gradients of L = sum_ij G_ij KL(p_i || p_j) for one
 // batch mu, std [B, H], float32, threads as by default. G all ones is the users' loss (the sum
 // of the matrix: the closed-form path); G random is any other loss (the GEMM path).
-// bench/pairwise_backward_torch.py times torch's GEMM-expansion autograd on the same sizes.
+// bench/pairwise_backward_torch.py times torch's GEMM-expansion autograd on the same sizes; both
+// report wall time and the CPU time of all threads.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -42,6 +43,7 @@ BENCHMARK(BM_pairwise_backward)
     ->Args({1024, 256, 0})
     ->Args({100, 256, 1})
     ->Args({1024, 256, 1})
+    ->MeasureProcessCPUTime()  // CPU: of every worker thread (the machine is shared)
     ->UseRealTime();
 
 BENCHMARK_MAIN();
