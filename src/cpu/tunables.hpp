@@ -95,6 +95,13 @@ inline constexpr std::int64_t kDiagPairsWorkPerThread = std::int64_t{1} << 22;
 // row's terms; a full-covariance batch of 4096 x 32 (45M) keeps both cores.
 inline constexpr std::int64_t kRowwiseWorkPerThread = std::int64_t{1} << 16;
 
+// ---- rowwise_backward (rowwise_backward.cpp): the row-wise gradients ----
+
+// Rows per chunk of the gradients' driver: the unit handed to a worker and, for a side broadcast
+// over the rows, the unit of its sums (each chunk sums its rows, then the chunks are added in
+// order), so that the bits do not depend on the thread count. Not measured yet.
+inline constexpr std::int64_t kRowwiseBackwardChunk = 64;
+
 // ---- full_gemm (full_gemm.hpp): the GEMM of full-covariance all-pairs KL ----
 
 // Depth of a block of k summed in the 8 lanes before its sum is added to the entry: the error

@@ -1,0 +1,309 @@
+// The SIMD kernel of rowwise_diag_backward.hpp, compiled once per Highway target by
+// rowwise_diag_backward.cpp.
+//
+// h is the lane dimension and every lane is a double (float input is widened on load, float
+// gradients narrowed on store). Per vector of h: lam and E from the parameters as the pairing
+// allows (rowwise_diag_backward.hpp), then each wanted gradient times the row's weight grad[i],
+// stored to its row or added to its sum. A reciprocal is taken only where a formula needs it:
+// std and var q for lam, precision p for v, and each side's phi'(x) = k / x when that side's
+// scale gradient is wanted. No logarithms: the forward's r = log v - log w appears only as
+// e^r - 1 = E. Contiguous rows are loaded and stored in place; a strided row, or the last partial
+// vector of a row, goes through a small buffer padded with a neutral Gaussian (mean 0, variance
+// 1), whose gradients are exactly 0.
+
+// Per-target include guard: toggled so that foreach_target.h re-includes this file per target.
+#if defined(GAUSSKL_CPU_ROWWISE_DIAG_BACKWARD_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef GAUSSKL_CPU_ROWWISE_DIAG_BACKWARD_INL_H_
+#undef GAUSSKL_CPU_ROWWISE_DIAG_BACKWARD_INL_H_
+#else
+#define GAUSSKL_CPU_ROWWISE_DIAG_BACKWARD_INL_H_
+#endif
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "cpu/grad_sink.hpp"
+#include "cpu/rowwise_diag-inl.h"
+#include "cpu/rowwise_diag_backward.hpp"
+#include "gausskl/types.hpp"
+#include "hwy/contrib/math/math-inl.h"
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace gausskl::cpu::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+namespace rowwise_diag_backward_detail {
+
+using DD = hn::ScalableTag<double>;
+using VD = hn::Vec<DD>;
+using rowwise_diag_detail::LoadWide;
+
+// Highway's Expm1 is valid up to 706 (math-inl.h); a log-variance difference reaches ~1382, so
+// a vector with a lane past this takes libm's expm1 (inf from 709.78 on, as the exact value).
+constexpr double kExpm1Max = 700;
+
+HWY_INLINE VD Expm1(DD d, VD x) {
+  if (HWY_UNLIKELY(!hn::AllFalse(d, hn::Gt(x, hn::Set(d, kExpm1Max))))) {
+    HWY_ALIGN double lanes[hn::MaxLanes(DD())];
+    hn::Store(x, d, lanes);
+    for (std::size_t k = 0; k < hn::Lanes(d); ++k)
+      lanes[k] = std::expm1(lanes[k]);
+    return hn::Load(d, lanes);
+  }
+  return hn::Expm1(d, x);
+}
+
+// How E = v / w - 1 is formed (rowwise_diag_backward.hpp).
+enum class Pairing {
+  standard,  // q = N(0, I): against w = 1, from p's parameter alone
+  same,      // both std, both var or both precision: from the parameters' difference
+  logvar,    // both logvar: expm1 of the difference
+  mixed,     // anything else: v lam - 1
+};
+
+struct Plan {
+  DiagParam pp, qp;
+  bool mean, p_scale, q_scale;  // which gradients are wanted (mean: either side's)
+};
+
+// dKL/dmu_p (= -dKL/dmu_q), dKL/dx_p and dKL/dx_q of one vector of h, each times the row's
+// weight (g = grad[i], gh = g / 2).
+struct Lanes {
+  VD mean, p_scale, q_scale;
+};
+
+// phi'(x) / 2 times g, without the 1 / x: std 2 / x, var 1 / x, logvar 1, precision -1 / x.
+HWY_INLINE VD HalfSlope(DiagParam param, VD g, VD gh) {
+  switch (param) {
+    case DiagParam::stddev:
+      return g;
+    case DiagParam::var:
+    case DiagParam::logvar:
+      return gh;
+    case DiagParam::precision:
+      return hn::Neg(gh);
+  }
+  return gh;
+}
+
+template <Pairing kPairing>
+HWY_INLINE Lanes Gradients(DD d, const Plan& plan, VD mu, VD xp, VD nu, VD xq, VD g, VD gh) {
+  const VD one = hn::Set(d, 1.0);
+  Lanes out{};
+  const DiagParam pp = plan.pp, qp = plan.qp;
+  // 1 / x_p: v itself for precision, and phi'(x_p) for std, var and precision.
+  const bool need_recip_p = pp == DiagParam::precision || (plan.p_scale && pp != DiagParam::logvar);
+  const VD recip_p = need_recip_p ? hn::Div(one, xp) : one;
+  if constexpr (kPairing == Pairing::standard) {
+    VD e;
+    switch (pp) {
+      case DiagParam::stddev:
+        // s^2 - 1 as (s - 1)(s + 1): relative accuracy near s = 1 on every target (an FMA's
+        // single rounding is two roundings where the target emulates it).
+        e = hn::Mul(hn::Sub(xp, one), hn::Add(xp, one));
+        break;
+      case DiagParam::var:
+        e = hn::Sub(xp, one);
+        break;
+      case DiagParam::logvar:
+        e = Expm1(d, xp);
+        break;
+      default:  // precision: (1 - pi) / pi
+        e = hn::Mul(hn::Sub(one, xp), recip_p);
+        break;
+    }
+    out.mean = hn::Mul(g, mu);
+    if (plan.p_scale) {
+      const VD slope = HalfSlope(pp, g, gh);
+      out.p_scale = hn::Mul(pp == DiagParam::logvar ? e : hn::Mul(e, recip_p), slope);
+    }
+    return out;
+  } else {
+    const VD diff = hn::Sub(mu, nu);
+    // 1 / x_q: lam itself for std and var, and phi'(x_q) (w for precision) for q's gradient.
+    const bool need_recip_q = qp == DiagParam::stddev || qp == DiagParam::var ||
+                              (plan.q_scale && qp == DiagParam::precision);
+    const VD recip_q = need_recip_q ? hn::Div(one, xq) : one;
+    VD lam;
+    switch (qp) {
+      case DiagParam::stddev:
+        lam = hn::Mul(recip_q, recip_q);
+        break;
+      case DiagParam::var:
+        lam = recip_q;
+        break;
+      case DiagParam::logvar:
+        lam = hn::Exp(d, hn::Neg(xq));
+        break;
+      default:  // precision
+        lam = xq;
+        break;
+    }
+    VD e;
+    if constexpr (kPairing == Pairing::same) {
+      switch (pp) {
+        case DiagParam::stddev: {  // (s / t)^2 - 1 = a (a + 2), a = (s - t) / t
+          const VD a = hn::Mul(hn::Sub(xp, xq), recip_q);
+          e = hn::Mul(a, hn::Add(a, hn::Set(d, 2.0)));
+          break;
+        }
+        case DiagParam::var:
+          e = hn::Mul(hn::Sub(xp, xq), recip_q);
+          break;
+        default:  // precision: (lam - pi) / pi
+          e = hn::Mul(hn::Sub(xq, xp), recip_p);
+          break;
+      }
+    } else if constexpr (kPairing == Pairing::logvar) {
+      e = Expm1(d, hn::Sub(xp, xq));
+    } else {
+      VD v;
+      switch (pp) {
+        case DiagParam::stddev:
+          v = hn::Mul(xp, xp);
+          break;
+        case DiagParam::var:
+          v = xp;
+          break;
+        case DiagParam::logvar:
+          v = hn::Exp(d, xp);
+          break;
+        default:  // precision
+          v = recip_p;
+          break;
+      }
+      e = hn::MulSub(v, lam, one);
+    }
+    const VD m = hn::Mul(diff, lam);
+    out.mean = hn::Mul(g, m);
+    if (plan.p_scale) {
+      const VD slope = HalfSlope(pp, g, gh);
+      out.p_scale = hn::Mul(pp == DiagParam::logvar ? e : hn::Mul(e, recip_p), slope);
+    }
+    if (plan.q_scale) {
+      const VD slope = hn::Neg(HalfSlope(qp, g, gh));
+      const VD sum = hn::MulAdd(diff, m, e);  // E + Q
+      out.q_scale = hn::Mul(qp == DiagParam::logvar ? sum : hn::Mul(sum, recip_q), slope);
+    }
+    return out;
+  }
+}
+
+// Lanes h .. h + count - 1 of x[k * stride], widened, padded with `pad`.
+template <class T>
+HWY_INLINE VD Load(DD d, const T* HWY_RESTRICT x, std::int64_t stride, std::int64_t h,
+                   std::int64_t count, T pad) {
+  if (stride == 1 && count == static_cast<std::int64_t>(hn::Lanes(d))) return LoadWide(d, x + h);
+  HWY_ALIGN T buf[hn::MaxLanes(DD())];
+  for (std::int64_t k = 0; k < static_cast<std::int64_t>(hn::Lanes(d)); ++k)
+    buf[k] = k < count ? x[(h + k) * stride] : pad;
+  return LoadWide(d, buf);
+}
+
+// Writes the first `count` lanes of v to dst[0, count) (narrowed to T) or adds them to sum.
+template <class T>
+HWY_INLINE void Put(DD d, const GradSink<T>& sink, std::int64_t row_offset, std::int64_t h,
+                    std::int64_t count, VD v) {
+  const bool whole = count == static_cast<std::int64_t>(hn::Lanes(d));
+  if (sink.rows) {
+    T* HWY_RESTRICT dst = sink.rows + row_offset + h;
+    if constexpr (std::is_same_v<T, float>) {
+      const hn::Rebind<float, DD> df;
+      const auto narrow = hn::DemoteTo(df, v);
+      if (whole) {
+        hn::StoreU(narrow, df, dst);
+      } else {
+        HWY_ALIGN float buf[hn::MaxLanes(DD())];
+        hn::Store(narrow, df, buf);
+        std::copy(buf, buf + count, dst);
+      }
+    } else {
+      if (whole) {
+        hn::StoreU(v, d, dst);
+      } else {
+        HWY_ALIGN double buf[hn::MaxLanes(DD())];
+        hn::Store(v, d, buf);
+        std::copy(buf, buf + count, dst);
+      }
+    }
+  } else {
+    double* HWY_RESTRICT dst = sink.sum + h;
+    if (whole) {
+      hn::StoreU(hn::Add(hn::LoadU(d, dst), v), d, dst);
+    } else {
+      HWY_ALIGN double buf[hn::MaxLanes(DD())];
+      hn::Store(v, d, buf);
+      for (std::int64_t k = 0; k < count; ++k)
+        dst[k] += buf[k];
+    }
+  }
+}
+
+// A scale parameter whose variance is 1, to pad with gradients of exactly 0.
+template <class T>
+constexpr T Neutral(DiagParam param) {
+  return param == DiagParam::logvar ? T(0) : T(1);
+}
+
+template <Pairing kPairing, class T>
+void RowsOf(const DiagGaussians<T>& p, const DiagGaussians<T>* q, std::int64_t lo, std::int64_t hi,
+            const T* HWY_RESTRICT grad, const SideSinks<T>& sp, const SideSinks<T>& sq) {
+  const DD d;
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  const std::int64_t dims = p.mean.shape[1];
+  const bool standard = kPairing == Pairing::standard;
+  const Plan plan{p.param, standard ? DiagParam::logvar : q->param,
+                  sp.mean.wanted() || (!standard && sq.mean.wanted()), sp.scale.wanted(),
+                  !standard && sq.scale.wanted()};
+  const bool p_once = p.mean.shape[0] == 1, q_once = standard || q->mean.shape[0] == 1;
+  const T p_pad = Neutral<T>(plan.pp), q_pad = Neutral<T>(plan.qp);
+  for (std::int64_t i = lo; i < hi; ++i) {
+    const VD g = hn::Set(d, static_cast<double>(grad[i]));
+    const VD gh = hn::Mul(g, hn::Set(d, 0.5));
+    const std::int64_t ip = p_once ? 0 : i, iq = q_once ? 0 : i;
+    const T* p_mean = p.mean.data + ip * p.mean.strides[0];
+    const T* p_scale = p.scale.data + ip * p.scale.strides[0];
+    const T* q_mean = standard ? nullptr : q->mean.data + iq * q->mean.strides[0];
+    const T* q_scale = standard ? nullptr : q->scale.data + iq * q->scale.strides[0];
+    const std::int64_t p_row = ip * dims, q_row = iq * dims;
+    for (std::int64_t h = 0; h < dims; h += lanes) {
+      const std::int64_t count = std::min(lanes, dims - h);
+      const VD mu = Load(d, p_mean, p.mean.strides[1], h, count, T(0));
+      const VD xp = Load(d, p_scale, p.scale.strides[1], h, count, p_pad);
+      VD nu = hn::Zero(d), xq = hn::Zero(d);
+      if constexpr (kPairing != Pairing::standard) {
+        nu = Load(d, q_mean, q->mean.strides[1], h, count, T(0));
+        xq = Load(d, q_scale, q->scale.strides[1], h, count, q_pad);
+      }
+      const Lanes out = Gradients<kPairing>(d, plan, mu, xp, nu, xq, g, gh);
+      if (sp.mean.wanted()) Put(d, sp.mean, p_row, h, count, out.mean);
+      if (plan.p_scale) Put(d, sp.scale, p_row, h, count, out.p_scale);
+      if constexpr (kPairing != Pairing::standard) {
+        if (sq.mean.wanted()) Put(d, sq.mean, q_row, h, count, hn::Neg(out.mean));
+        if (plan.q_scale) Put(d, sq.scale, q_row, h, count, out.q_scale);
+      }
+    }
+  }
+}
+
+template <class T>
+void Rows(const DiagGaussians<T>& p, const DiagGaussians<T>* q, std::int64_t lo, std::int64_t hi,
+          const T* grad, const SideSinks<T>& sp, const SideSinks<T>& sq) noexcept {
+  if (!q) return RowsOf<Pairing::standard>(p, q, lo, hi, grad, sp, sq);
+  if (p.param == q->param) {
+    if (p.param == DiagParam::logvar) return RowsOf<Pairing::logvar>(p, q, lo, hi, grad, sp, sq);
+    return RowsOf<Pairing::same>(p, q, lo, hi, grad, sp, sq);
+  }
+  RowsOf<Pairing::mixed>(p, q, lo, hi, grad, sp, sq);
+}
+
+}  // namespace rowwise_diag_backward_detail
+
+}  // namespace gausskl::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // GAUSSKL_CPU_ROWWISE_DIAG_BACKWARD_INL_H_
