@@ -3,16 +3,21 @@
 //
 // Per row pair, in double, on row-major staged matrices whose rows are vectors of columns:
 //   1. staging: the diagonals (exp of log diagonals, D_kk, 1 / Lq_kk, 1 / Lp_kk, N_kk) as
-//      vectors over k; Lq's lower triangle; each column's form (rowwise_full_backward.hpp) from
-//      the column sums of |D| and |Lp|; X = [delta | D or Lp by column] with rows zero-padded;
-//   2. X <- Lq^{-1} X by forward substitution, row by row (row r of X is nonzero in columns
-//      0 .. r + 1 only: a staircase, so row j contributes its first vectors only);
-//   3. if dL/dLq is wanted: F = X X^T (dot products of rows), then F <- Lq^{-T} F;
-//   4. X <- Lq^{-T} X by back substitution: column 0 is Lq^{-T} y, columns 1 .. r + 1 of row r
-//      are row r of Z = tril(Lq^{-T} [N or M]);
-//   5. the gradients of row r from row r of X and F and the diagonals.
-// Each substitution step updates a tile of up to 4 vectors of a row with two accumulators (even
-// and odd j) so that consecutive FMAs do not wait on each other. Pivots multiply by 1 / Lq_rr.
+//      vectors over k; the strictly lower rows of Lq and Lp, zero-padded; each column's form
+//      (rowwise_full_backward.hpp) from the weighted column sums of |D| and |Lp|;
+//      X = [delta | D or Lp by column];
+//   2. X <- Lq^{-1} X by forward substitution (row r of X is nonzero in columns 0 .. r + 1
+//      only: a staircase, so row j contributes its first vectors only);
+//   3. if dL/dLq is wanted, X^T: its rows are the columns of X;
+//   4. X <- Lq^{-T} X by back substitution: column 0 is Lq^{-T} y, and columns 1 .. r + 1 of
+//      row r are row r of Z;
+//   5. the gradients row by row. dL/dLq's F = tril(Lq^{-T} X X^T) = tril((Lq^{-T} X) X^T) needs
+//      row r of Lq^{-T} X in columns 0 .. r + 1 only (X_ck = 0 for k > c + 1, and c <= r),
+//      which step 4 has computed: row r of F is sum_k (Lq^{-T} X)_rk (X^T)_k, no second solve
+//      and no dot products to reduce across lanes.
+// The three O(d^3) steps (2, 4 and F) work on register blocks of kRows rows by up to kVectors
+// vectors: each vector loaded from another row serves kRows rows, and the kRows x kVectors
+// accumulators are independent chains of FMAs. Pivots multiply by 1 / Lq_rr.
 // When only the means' gradients are wanted, X is the single column delta.
 
 // Per-target include guard: toggled so that foreach_target.h re-includes this file per target.
@@ -26,8 +31,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "cpu/grad_sink.hpp"
+#include "cpu/rowwise_diag-inl.h"
 #include "cpu/rowwise_full_backward.hpp"
 #include "gausskl/types.hpp"
 #include "hwy/contrib/math/math-inl.h"
@@ -42,24 +49,32 @@ namespace rowwise_full_backward_detail {
 using DD = hn::ScalableTag<double>;
 using VD = hn::Vec<DD>;
 
-// Vectors per substitution tile: 2 x 4 accumulators, 4 loads and 2 broadcasts fit AVX2's 16
-// registers.
-constexpr int kTile = 4;
+// Register blocks of every O(d^3) step: kRows rows by kVectors vectors of columns, so that each
+// vector loaded from another row serves kRows rows. Accumulators, the loads and the broadcasts
+// take 16 + 4 + 4 of AVX-512's 32 registers, 8 + 2 + 4 of AVX2's 16.
+constexpr int kRows = 4;
+#if HWY_TARGET <= HWY_AVX3
+constexpr int kVectors = 4;
+#else
+constexpr int kVectors = 2;
+#endif
 
-// One side's factor of distribution i, read in place: L_rc (c <= r), raw (a log diagonal is
-// returned as stored).
+// One side's factor of distribution i, read in place (a log diagonal as stored).
 template <class T>
 struct Factor {
   const T* base;
   std::int64_t s1, s2;  // scale_tril: row and column strides; packed: s1 the element stride
   bool packed, log_diagonal;
 
-  double at(std::int64_t r, std::int64_t c) const {
-    return static_cast<double>(packed ? base[(r * (r + 1) / 2 + c) * s1] : base[r * s1 + c * s2]);
+  // Row r's first element and the stride along it.
+  const T* row(std::int64_t r) const {
+    return packed ? base + r * (r + 1) / 2 * s1 : base + r * s1;
   }
-  // Offset of element (r, c) in a gradient row of this side's scale array.
-  std::int64_t offset(std::int64_t d, std::int64_t r, std::int64_t c) const {
-    return packed ? r * (r + 1) / 2 + c : r * d + c;
+  std::int64_t stride() const { return packed ? s1 : s2; }
+  double diagonal(std::int64_t r) const { return static_cast<double>(row(r)[r * stride()]); }
+  // Offset of element (r, 0) in a gradient row of this side's scale array, and that row's size.
+  std::int64_t offset(std::int64_t d, std::int64_t r) const {
+    return packed ? r * (r + 1) / 2 : r * d;
   }
   std::int64_t row_size(std::int64_t d) const { return packed ? d * (d + 1) / 2 : d * d; }
 };
@@ -75,36 +90,39 @@ Factor<T> FactorOf(const FullGaussians<T>& g, std::int64_t i) {
 
 // The scratch of one worker, carved as rowwise_full_backward_scratch sizes it.
 struct Work {
-  std::int64_t d, ldx, lds, ldk;
-  double* lq;      // [d * d] Lq, lower triangle (row-major, leading dimension d)
+  std::int64_t d, ldq, ldx;
+  double* lq;      // [d * ldq] Lq's strictly lower rows, 0 from the diagonal on (never written)
+  double* lp;      // [d * ldq] Lp's, the same
+  double* f;       // [d * ldq] F = tril((Lq^{-T} X) X^T)
   double* x;       // [d * ldx] X, then Lq^{-1} X, then Lq^{-T} Lq^{-1} X
-  double* s;       // [d * lds] Lp while staging; then F = X X^T, then Lq^{-T} F
-  double* lp_k;    // [ldk] Lp_kk
-  double* lq_k;    // [ldk] Lq_kk
-  double* inv;     // [ldk] 1 / Lq_kk
-  double* inv_p;   // [ldk] 1 / Lp_kk
-  double* d_k;     // [ldk] D_kk
-  double* n_k;     // [ldk] N_kk = D_kk / Lq_kk
-  double* m_form;  // [ldk] 1 where column k is solved in the M-form, 0 in the N-form
-  double* sum_d;   // [ldk] sum_j |D_jk|
-  double* sum_p;   // [ldk] sum_j |Lp_jk|
-  double* row;     // [ldk] a gradient row being assembled
+  double* xt;      // [(d + 1) * ldq] (Lq^{-1} X)^T, 0 where X^T is (never written)
+  double* lp_k;    // [ldq] Lp_kk
+  double* lq_k;    // [ldq] Lq_kk
+  double* inv;     // [ldq] 1 / Lq_kk
+  double* inv_p;   // [ldq] 1 / Lp_kk
+  double* d_k;     // [ldq] D_kk
+  double* n_k;     // [ldq] N_kk = D_kk / Lq_kk
+  double* m_form;  // [ldq] 1 where column k is solved in the M-form, 0 in the N-form
+  double* sum_d;   // [ldq] sum_j |D_jk| / Lq_jj
+  double* sum_p;   // [ldq] sum_j |Lp_jk| / Lq_jj
+  double* row;     // [ldq] a gradient row being assembled
 };
 
 inline Work Carve(std::int64_t d, double* scratch) {
   Work w;
   w.d = d;
-  w.ldx = full_backward_round(d + 1);
-  w.lds = full_backward_round(d);
-  w.ldk = full_backward_round(d);
+  w.ldq = full_backward_round(d);
+  w.ldx = w.ldq + kFullBackwardPad;  // room for [delta | a row of ldq]
   w.lq = scratch;
-  w.x = w.lq + d * d;
-  w.s = w.x + d * w.ldx;
-  double* k = w.s + d * w.lds;
+  w.lp = w.lq + d * w.ldq;
+  w.f = w.lp + d * w.ldq;
+  w.x = w.f + d * w.ldq;
+  w.xt = w.x + d * w.ldx;
+  double* k = w.xt + (d + 1) * w.ldq;
   for (double** v : {&w.lp_k, &w.lq_k, &w.inv, &w.inv_p, &w.d_k, &w.n_k, &w.m_form, &w.sum_d,
                      &w.sum_p, &w.row}) {
     *v = k;
-    k += w.ldk;
+    k += w.ldq;
   }
   return w;
 }
@@ -114,75 +132,145 @@ HWY_INLINE std::int64_t VectorsFor(std::int64_t columns, std::int64_t lanes) {
   return (columns + lanes - 1) / lanes;
 }
 
-// rows[r][v0 L, (v0 + NB) L) <- (that - sum_{j0 <= j < j1} coeff(j) rows[j][same]) * inv.
-template <int NB, class Coeff>
-HWY_INLINE void Eliminate(DD d, double* HWY_RESTRICT rows, std::int64_t ld, std::int64_t r,
-                          std::int64_t v0, std::int64_t j0, std::int64_t j1, const Coeff& coeff,
-                          double inv) {
+// dst[0, r) = row r of f left of the diagonal, widened. Whatever lies right of it in dst is left
+// as is: 0 since Rows cleared the scratch, as nothing else writes there.
+template <class T>
+HWY_INLINE void StageRow(DD d, const Factor<T>& f, std::int64_t r, double* HWY_RESTRICT dst) {
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
-  double* HWY_RESTRICT row = rows + r * ld + v0 * lanes;
-  VD a[NB], b[NB];
-  for (int v = 0; v < NB; ++v) {
-    a[v] = hn::LoadU(d, row + v * lanes);
-    b[v] = hn::Zero(d);
+  const T* src = f.row(r);
+  const std::int64_t stride = f.stride();
+  std::int64_t c = 0;
+  if (stride == 1) {
+    for (; c + lanes <= r; c += lanes)
+      hn::StoreU(rowwise_diag_detail::LoadWide(d, src + c), d, dst + c);
   }
-  std::int64_t j = j0;
-  for (; j + 1 < j1; j += 2) {
-    const VD l0 = hn::Set(d, coeff(j)), l1 = hn::Set(d, coeff(j + 1));
-    const double* HWY_RESTRICT x0 = rows + j * ld + v0 * lanes;
-    const double* HWY_RESTRICT x1 = x0 + ld;
-    for (int v = 0; v < NB; ++v) {
-      a[v] = hn::NegMulAdd(l0, hn::LoadU(d, x0 + v * lanes), a[v]);
-      b[v] = hn::NegMulAdd(l1, hn::LoadU(d, x1 + v * lanes), b[v]);
-    }
-  }
-  if (j < j1) {
-    const VD l0 = hn::Set(d, coeff(j));
-    const double* HWY_RESTRICT x0 = rows + j * ld + v0 * lanes;
-    for (int v = 0; v < NB; ++v)
-      a[v] = hn::NegMulAdd(l0, hn::LoadU(d, x0 + v * lanes), a[v]);
-  }
-  const VD scale = hn::Set(d, inv);
-  for (int v = 0; v < NB; ++v)
-    hn::StoreU(hn::Mul(hn::Add(a[v], b[v]), scale), d, row + v * lanes);
+  for (; c < r; ++c)
+    dst[c] = static_cast<double>(src[c * stride]);
 }
 
-// Row r's first `vectors` vectors, tile by tile, eliminating rows j_first(v0) <= j < j_end.
-template <class Coeff, class First>
-HWY_INLINE void EliminateRow(DD d, double* rows, std::int64_t ld, std::int64_t r,
-                             std::int64_t vectors, std::int64_t j_end, const Coeff& coeff,
-                             const First& j_first, double inv) {
-  for (std::int64_t v0 = 0; v0 < vectors; v0 += kTile) {
-    const std::int64_t j0 = j_first(v0);
-    switch (std::min<std::int64_t>(kTile, vectors - v0)) {
+// Calls f(integral_constant<NB>, v0) for the tiles of `vectors` vectors, NB <= kVectors each.
+template <class F>
+HWY_INLINE void ForTiles(std::int64_t vectors, const F& f) {
+  for (std::int64_t v0 = 0; v0 < vectors; v0 += kVectors) {
+    switch (std::min<std::int64_t>(kVectors, vectors - v0)) {
       case 4:
-        Eliminate<4>(d, rows, ld, r, v0, j0, j_end, coeff, inv);
+        if constexpr (kVectors >= 4) f(std::integral_constant<int, 4>(), v0);
         break;
       case 3:
-        Eliminate<3>(d, rows, ld, r, v0, j0, j_end, coeff, inv);
+        if constexpr (kVectors >= 3) f(std::integral_constant<int, 3>(), v0);
         break;
       case 2:
-        Eliminate<2>(d, rows, ld, r, v0, j0, j_end, coeff, inv);
+        f(std::integral_constant<int, 2>(), v0);
         break;
       default:
-        Eliminate<1>(d, rows, ld, r, v0, j0, j_end, coeff, inv);
+        f(std::integral_constant<int, 1>(), v0);
         break;
     }
   }
 }
 
-// sum_k a[k] b[k] over `vectors` vectors.
-HWY_INLINE double Dot(DD d, const double* HWY_RESTRICT a, const double* HWY_RESTRICT b,
-                      std::int64_t vectors) {
+// Rows i0 .. i0 + RB - 1 of X <- Lq^{-1} X in tile vectors v0 .. v0 + NB - 1: minus Lq_ij X_j for
+// the rows j0 <= j < i0 above the block (done), then the block's own triangle.
+template <int RB, int NB>
+HWY_INLINE void ForwardBlock(DD d, const Work& w, std::int64_t i0, std::int64_t v0,
+                             std::int64_t j0) {
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
-  VD s0 = hn::Zero(d), s1 = hn::Zero(d);
-  std::int64_t v = 0;
-  for (; v + 1 < vectors; v += 2) {
-    s0 = hn::MulAdd(hn::LoadU(d, a + v * lanes), hn::LoadU(d, b + v * lanes), s0);
-    s1 = hn::MulAdd(hn::LoadU(d, a + (v + 1) * lanes), hn::LoadU(d, b + (v + 1) * lanes), s1);
+  double* HWY_RESTRICT x0 = w.x + i0 * w.ldx + v0 * lanes;
+  const double* HWY_RESTRICT lq0 = w.lq + i0 * w.ldq;
+  VD acc[RB][NB];
+  for (int r = 0; r < RB; ++r) {
+    for (int v = 0; v < NB; ++v)
+      acc[r][v] = hn::LoadU(d, x0 + r * w.ldx + v * lanes);
   }
-  if (v < vectors) s0 = hn::MulAdd(hn::LoadU(d, a + v * lanes), hn::LoadU(d, b + v * lanes), s0);
-  return hn::GetLane(hn::SumOfLanes(d, hn::Add(s0, s1)));
+  for (std::int64_t j = j0; j < i0; ++j) {
+    const double* HWY_RESTRICT xj = w.x + j * w.ldx + v0 * lanes;
+    VD xv[NB];
+    for (int v = 0; v < NB; ++v)
+      xv[v] = hn::LoadU(d, xj + v * lanes);
+    for (int r = 0; r < RB; ++r) {
+      const VD l = hn::Set(d, lq0[r * w.ldq + j]);
+      for (int v = 0; v < NB; ++v)
+        acc[r][v] = hn::NegMulAdd(l, xv[v], acc[r][v]);
+    }
+  }
+  for (int r = 0; r < RB; ++r) {
+    for (int k = 0; k < r; ++k) {
+      const VD l = hn::Set(d, lq0[r * w.ldq + i0 + k]);
+      for (int v = 0; v < NB; ++v)
+        acc[r][v] = hn::NegMulAdd(l, acc[k][v], acc[r][v]);
+    }
+    const VD inv = hn::Set(d, w.inv[i0 + r]);
+    for (int v = 0; v < NB; ++v) {
+      acc[r][v] = hn::Mul(acc[r][v], inv);
+      hn::StoreU(acc[r][v], d, x0 + r * w.ldx + v * lanes);
+    }
+  }
+}
+
+// Rows i0 .. i0 + RB - 1 of X <- Lq^{-T} X in tile vectors v0 .. v0 + NB - 1: minus Lq_ji Z_j for
+// the rows j >= i0 + RB below the block (done), then the block's own triangle from its bottom.
+template <int RB, int NB>
+HWY_INLINE void BackBlock(DD d, const Work& w, std::int64_t i0, std::int64_t v0) {
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  double* HWY_RESTRICT x0 = w.x + i0 * w.ldx + v0 * lanes;
+  VD acc[RB][NB];
+  for (int r = 0; r < RB; ++r) {
+    for (int v = 0; v < NB; ++v)
+      acc[r][v] = hn::LoadU(d, x0 + r * w.ldx + v * lanes);
+  }
+  for (std::int64_t j = i0 + RB; j < w.d; ++j) {
+    const double* HWY_RESTRICT zj = w.x + j * w.ldx + v0 * lanes;
+    const double* HWY_RESTRICT l_row = w.lq + j * w.ldq + i0;  // Lq_j,i0 .. Lq_j,i0+RB-1
+    VD zv[NB];
+    for (int v = 0; v < NB; ++v)
+      zv[v] = hn::LoadU(d, zj + v * lanes);
+    for (int r = 0; r < RB; ++r) {
+      const VD l = hn::Set(d, l_row[r]);
+      for (int v = 0; v < NB; ++v)
+        acc[r][v] = hn::NegMulAdd(l, zv[v], acc[r][v]);
+    }
+  }
+  for (int r = RB - 1; r >= 0; --r) {
+    for (int k = r + 1; k < RB; ++k) {
+      const VD l = hn::Set(d, w.lq[(i0 + k) * w.ldq + i0 + r]);
+      for (int v = 0; v < NB; ++v)
+        acc[r][v] = hn::NegMulAdd(l, acc[k][v], acc[r][v]);
+    }
+    const VD inv = hn::Set(d, w.inv[i0 + r]);
+    for (int v = 0; v < NB; ++v) {
+      acc[r][v] = hn::Mul(acc[r][v], inv);
+      hn::StoreU(acc[r][v], d, x0 + r * w.ldx + v * lanes);
+    }
+  }
+}
+
+// Rows r0 .. r0 + RB - 1 of F = (Lq^{-T} X) X^T in tile vectors v0 .. v0 + NB - 1, into f:
+// sum_{k < k_end} (Lq^{-T} X)_rk (X^T)_k.
+template <int RB, int NB>
+HWY_INLINE void GramBlock(DD d, const Work& w, std::int64_t r0, std::int64_t v0, std::int64_t k_end,
+                          double* HWY_RESTRICT f) {
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  const double* HWY_RESTRICT z0 = w.x + r0 * w.ldx;
+  VD acc[RB][NB];
+  for (int r = 0; r < RB; ++r) {
+    for (int v = 0; v < NB; ++v)
+      acc[r][v] = hn::Zero(d);
+  }
+  for (std::int64_t k = 0; k < k_end; ++k) {
+    const double* HWY_RESTRICT xt = w.xt + k * w.ldq + v0 * lanes;
+    VD xv[NB];
+    for (int v = 0; v < NB; ++v)
+      xv[v] = hn::LoadU(d, xt + v * lanes);
+    for (int r = 0; r < RB; ++r) {
+      const VD a = hn::Set(d, z0[r * w.ldx + k]);
+      for (int v = 0; v < NB; ++v)
+        acc[r][v] = hn::MulAdd(a, xv[v], acc[r][v]);
+    }
+  }
+  for (int r = 0; r < RB; ++r) {
+    for (int v = 0; v < NB; ++v)
+      hn::StoreU(acc[r][v], d, f + (r0 + r) * w.ldq + (v0 + v) * lanes);
+  }
 }
 
 // The diagonals of p and q as vectors over k (padding lanes describe L_kk = 1).
@@ -190,18 +278,18 @@ template <class T>
 HWY_INLINE void StageDiagonals(DD d, const Work& w, const Factor<T>& fp, const Factor<T>& fq) {
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
   const std::int64_t dims = w.d;
-  for (std::int64_t k = 0; k < w.ldk; ++k) {
-    w.lp_k[k] = k < dims ? fp.at(k, k) : fp.log_diagonal ? 0.0 : 1.0;
-    w.lq_k[k] = k < dims ? fq.at(k, k) : fq.log_diagonal ? 0.0 : 1.0;
+  for (std::int64_t k = 0; k < w.ldq; ++k) {
+    w.lp_k[k] = k < dims ? fp.diagonal(k) : fp.log_diagonal ? 0.0 : 1.0;
+    w.lq_k[k] = k < dims ? fq.diagonal(k) : fq.log_diagonal ? 0.0 : 1.0;
   }
-  for (std::int64_t k = 0; k < dims; k += lanes) {
+  const VD one = hn::Set(d, 1.0);
+  for (std::int64_t k = 0; k < w.ldq; k += lanes) {
     const VD a = hn::LoadU(d, w.lp_k + k), b = hn::LoadU(d, w.lq_k + k);
     const VD lp = fp.log_diagonal ? hn::Exp(d, a) : a;
     const VD lq = fq.log_diagonal ? hn::Exp(d, b) : b;
     // D_kk from the stored values' difference: exact where they are close.
     const VD dk = fp.log_diagonal && fq.log_diagonal ? hn::Mul(lq, hn::Expm1(d, hn::Sub(a, b)))
                                                      : hn::Sub(lp, lq);
-    const VD one = hn::Set(d, 1.0);
     const VD inv = hn::Div(one, lq);
     hn::StoreU(lp, d, w.lp_k + k);
     hn::StoreU(lq, d, w.lq_k + k);
@@ -212,23 +300,108 @@ HWY_INLINE void StageDiagonals(DD d, const Work& w, const Factor<T>& fp, const F
   }
 }
 
-// Writes (rows) or adds (sum) row r of a side's scale gradient: values[c] for c <= r.
-template <class T>
-HWY_INLINE void PutScaleRow(const GradSink<T>& sink, const Factor<T>& f, std::int64_t d,
-                            std::int64_t i, std::int64_t r, const double* values) {
-  if (sink.rows) {
-    T* dst = sink.rows + i * f.row_size(d) + f.offset(d, r, 0);
-    for (std::int64_t c = 0; c <= r; ++c)
-      dst[c] = static_cast<T>(values[c]);
-    if (!f.packed) std::fill(dst + r + 1, dst + d, T(0));
-  } else {
-    double* dst = sink.sum + f.offset(d, r, 0);
-    for (std::int64_t c = 0; c <= r; ++c)
-      dst[c] += values[c];
+// Picks each column's form and stages X = [delta | D or Lp by column] (Lp's rows staged).
+HWY_INLINE void StageFactorColumns(DD d, const Work& w) {
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  const std::int64_t dims = w.d;
+  // Row j of a right-hand side enters the solve divided by Lq_jj: weigh the sums so.
+  for (std::int64_t k = 0; k < w.ldq; k += lanes) {
+    const VD inv = hn::LoadU(d, w.inv + k);
+    hn::StoreU(hn::Mul(hn::Abs(hn::LoadU(d, w.d_k + k)), inv), d, w.sum_d + k);
+    hn::StoreU(hn::Mul(hn::LoadU(d, w.lp_k + k), inv), d, w.sum_p + k);
+  }
+  for (std::int64_t r = 1; r < dims; ++r) {
+    const VD inv = hn::Set(d, w.inv[r]);
+    const double* lp = w.lp + r * w.ldq;
+    const double* lq = w.lq + r * w.ldq;
+    for (std::int64_t k = 0; k < r; k += lanes) {
+      const VD a = hn::LoadU(d, lp + k), b = hn::LoadU(d, lq + k);
+      hn::StoreU(hn::MulAdd(hn::Abs(hn::Sub(a, b)), inv, hn::LoadU(d, w.sum_d + k)), d,
+                 w.sum_d + k);
+      hn::StoreU(hn::MulAdd(hn::Abs(a), inv, hn::LoadU(d, w.sum_p + k)), d, w.sum_p + k);
+    }
+  }
+  for (std::int64_t k = 0; k < w.ldq; k += lanes) {
+    const auto m = hn::Gt(hn::LoadU(d, w.sum_d + k), hn::LoadU(d, w.sum_p + k));
+    hn::StoreU(hn::IfThenElseZero(m, hn::Set(d, 1.0)), d, w.m_form + k);
+  }
+  const VD iota = hn::Iota(d, 0.0);
+  for (std::int64_t r = 0; r < dims; ++r) {
+    const double* lp = w.lp + r * w.ldq;
+    const double* lq = w.lq + r * w.ldq;
+    double* x = w.x + r * w.ldx;
+    // Columns 1 .. ldq of X from Lp and Lq left of the diagonal (0 right of it), the diagonal
+    // put in its lane (not stored on its own: the solve's vector loads would wait on it).
+    const VD diagonal = hn::Set(d, w.m_form[r] != 0 ? w.lp_k[r] : w.d_k[r]);
+    for (std::int64_t k = 0; k < w.ldq; k += lanes) {
+      const VD a = hn::LoadU(d, lp + k);
+      const auto m = hn::Ne(hn::LoadU(d, w.m_form + k), hn::Zero(d));
+      const VD value = hn::IfThenElse(m, a, hn::Sub(a, hn::LoadU(d, lq + k)));
+      const auto at_diagonal = hn::Eq(iota, hn::Set(d, static_cast<double>(r - k)));
+      hn::StoreU(hn::IfThenElse(at_diagonal, diagonal, value), d, x + 1 + k);
+    }
   }
 }
 
-// Writes or adds a side's mean gradient: g * values[r].
+// Writes (rows) or adds (sum) row r of a side's scale gradient, vector by vector from registers:
+// values(v) is vector v of the row (columns v L ..), masked here to c <= r, with `diagonal` in
+// column r; a scale_tril row gets its 0s right of the diagonal too. Assembling rows in a buffer
+// instead cost a failed store-to-load forward per row (its diagonal stored as a scalar, then the
+// row loaded as vectors): 21% of the kernel's time at d = 16. Whole vectors are stored only
+// within the row's own elements: past them lies the next row (packed), or the next
+// distribution's, another worker's.
+template <class T, class Values>
+HWY_INLINE void PutScaleRow(DD d, const GradSink<T>& sink, const Factor<T>& f, std::int64_t dims,
+                            std::int64_t i, std::int64_t r, const Values& values, double diagonal) {
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  const std::int64_t count = sink.rows && !f.packed ? dims : r + 1;
+  const VD iota = hn::Iota(d, 0.0);
+  for (std::int64_t v = 0; v * lanes < count; ++v) {
+    const std::int64_t c0 = v * lanes;
+    VD x = hn::Zero(d);
+    if (c0 <= r) {
+      x = hn::IfThenElseZero(hn::FirstN(d, static_cast<std::size_t>(r + 1 - c0)), values(v));
+      if (r < c0 + lanes) {
+        x = hn::IfThenElse(hn::Eq(iota, hn::Set(d, static_cast<double>(r - c0))),
+                           hn::Set(d, diagonal), x);
+      }
+    }
+    const std::int64_t here = std::min(lanes, count - c0);
+    if (sink.rows) {
+      T* HWY_RESTRICT dst = sink.rows + i * f.row_size(dims) + f.offset(dims, r) + c0;
+      if constexpr (std::is_same_v<T, float>) {
+        const hn::Rebind<float, DD> df;
+        if (here == lanes) {
+          hn::StoreU(hn::DemoteTo(df, x), df, dst);
+        } else {
+          HWY_ALIGN float buf[hn::MaxLanes(DD())];
+          hn::Store(hn::DemoteTo(df, x), df, buf);
+          std::copy(buf, buf + here, dst);
+        }
+      } else {
+        if (here == lanes) {
+          hn::StoreU(x, d, dst);
+        } else {
+          HWY_ALIGN double buf[hn::MaxLanes(DD())];
+          hn::Store(x, d, buf);
+          std::copy(buf, buf + here, dst);
+        }
+      }
+    } else {
+      double* HWY_RESTRICT dst = sink.sum + f.offset(dims, r) + c0;
+      if (here == lanes) {
+        hn::StoreU(hn::Add(hn::LoadU(d, dst), x), d, dst);
+      } else {
+        HWY_ALIGN double buf[hn::MaxLanes(DD())];
+        hn::Store(x, d, buf);
+        for (std::int64_t k = 0; k < here; ++k)
+          dst[k] += buf[k];
+      }
+    }
+  }
+}
+
+// Writes or adds a side's mean gradient: g * values[r * stride].
 template <class T>
 HWY_INLINE void PutMean(const GradSink<T>& sink, std::int64_t d, std::int64_t i, double g,
                         const double* values, std::int64_t stride) {
@@ -245,7 +418,7 @@ template <class T>
 void PairRow(DD d, const Work& w, const FullGaussians<T>& p, const FullGaussians<T>& q,
              std::int64_t i, double g, const SideSinks<T>& sp, const SideSinks<T>& sq) {
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
-  const std::int64_t dims = w.d;
+  const std::int64_t dims = w.d, ldq = w.ldq, ldx = w.ldx;
   const std::int64_t ip = p.mean.shape[0] == 1 ? 0 : i, iq = q.mean.shape[0] == 1 ? 0 : i;
   const Factor<T> fp = FactorOf(p, ip), fq = FactorOf(q, iq);
   const bool want_p = sp.scale.wanted(), want_q = sq.scale.wanted();
@@ -253,109 +426,118 @@ void PairRow(DD d, const Work& w, const FullGaussians<T>& p, const FullGaussians
 
   // 1. Staging.
   StageDiagonals(d, w, fp, fq);
+  for (std::int64_t r = 0; r < dims; ++r)
+    StageRow(d, fq, r, w.lq + r * ldq);
+  if (width > 1) {
+    for (std::int64_t r = 0; r < dims; ++r)
+      StageRow(d, fp, r, w.lp + r * ldq);
+    StageFactorColumns(d, w);
+  }
   const T* mu = p.mean.data + ip * p.mean.strides[0];
   const T* nu = q.mean.data + iq * q.mean.strides[0];
   for (std::int64_t r = 0; r < dims; ++r) {
-    double* lq = w.lq + r * dims;
-    for (std::int64_t c = 0; c < r; ++c)
-      lq[c] = fq.at(r, c);
-  }
-  if (width > 1) {
-    // Lp's rows into F's place, and the column sums that pick each column's form.
-    // Row j of a right-hand side enters the solve divided by Lq_jj, so the sums weigh it so.
-    for (std::int64_t c = 0; c < dims; ++c) {
-      w.sum_d[c] = std::abs(w.d_k[c]) * w.inv[c];
-      w.sum_p[c] = w.lp_k[c] * w.inv[c];
-    }
-    for (std::int64_t r = 0; r < dims; ++r) {
-      const double* lq = w.lq + r * dims;
-      double* lp = w.s + r * w.lds;
-      for (std::int64_t c = 0; c < r; ++c) {
-        lp[c] = fp.at(r, c);
-        w.sum_d[c] += std::abs(lp[c] - lq[c]) * w.inv[r];
-        w.sum_p[c] += std::abs(lp[c]) * w.inv[r];
-      }
-    }
-    for (std::int64_t c = 0; c < dims; ++c)
-      w.m_form[c] = w.sum_d[c] > w.sum_p[c] ? 1.0 : 0.0;
-  }
-  for (std::int64_t r = 0; r < dims; ++r) {
-    double* x = w.x + r * w.ldx;
-    x[0] = static_cast<double>(mu[r * p.mean.strides[1]]) -
-           static_cast<double>(nu[r * q.mean.strides[1]]);
-    std::int64_t end = 1;
-    if (width > 1) {
-      const double* lq = w.lq + r * dims;
-      const double* lp = w.s + r * w.lds;
-      for (std::int64_t c = 0; c < r; ++c)
-        x[1 + c] = w.m_form[c] != 0 ? lp[c] : lp[c] - lq[c];
-      x[1 + r] = w.m_form[r] != 0 ? w.lp_k[r] : w.d_k[r];
-      end = r + 2;
-    }
-    std::fill(x + end, x + w.ldx, 0.0);
+    w.x[r * ldx] = static_cast<double>(mu[r * p.mean.strides[1]]) -
+                   static_cast<double>(nu[r * q.mean.strides[1]]);
   }
 
-  // 2. X <- Lq^{-1} X: row r minus Lq_rj times rows j < r. Row j is zero from vector
-  // (j + 2) / L on, so tile v0 starts at j = v0 L - 1.
-  for (std::int64_t r = 0; r < dims; ++r) {
-    const double* lq_row = w.lq + r * dims;
-    EliminateRow(
-        d, w.x, w.ldx, r, VectorsFor(std::min(r + 2, width), lanes), r,
-        [lq_row](std::int64_t j) { return lq_row[j]; },
-        [lanes](std::int64_t v0) { return std::max<std::int64_t>(0, v0 * lanes - 1); }, w.inv[r]);
+  // 2. X <- Lq^{-1} X, blocks of kRows rows from the top (the last rows one at a time). Row j
+  // of X is zero from vector (j + 2) / L on, so tile v0 starts at row j = v0 L - 1; a block
+  // covers the vectors its last row reaches (those of its other rows there are exact 0s).
+  {
+    const auto forward = [&](auto rows, std::int64_t i0) {
+      constexpr int kBlock = decltype(rows)::value;
+      ForTiles(VectorsFor(std::min(i0 + kBlock + 1, width), lanes), [&](auto nb, std::int64_t v0) {
+        ForwardBlock<kBlock, decltype(nb)::value>(d, w, i0, v0,
+                                                  std::max<std::int64_t>(0, v0 * lanes - 1));
+      });
+    };
+    std::int64_t i0 = 0;
+    for (; i0 + kRows <= dims; i0 += kRows)
+      forward(std::integral_constant<int, kRows>(), i0);
+    for (; i0 < dims; ++i0)
+      forward(std::integral_constant<int, 1>(), i0);
   }
 
-  // Back substitutions: row r minus Lq_jr times rows j > r (coefficients down column r).
-  const auto column = [&w](std::int64_t r) {
-    return [lq = w.lq, dims = w.d, r](std::int64_t j) { return lq[j * dims + r]; };
-  };
-  const auto after = [](std::int64_t r) { return [r](std::int64_t) { return r + 1; }; };
-
-  // 3. F = X X^T and F <- Lq^{-T} F, for dL/dLq. Row r is needed in columns 0 .. r only, but
-  // its vectors reach further: those columns get F's true values (0 past d), so that every lane
-  // the substitution reads is finite and the ones kept are exact.
+  // 3. X^T for dL/dLq: row k holds column k of X (0 left of column k - 1, never written).
   if (want_q) {
     for (std::int64_t r = 0; r < dims; ++r) {
-      double* s = w.s + r * w.lds;
-      const std::int64_t columns = std::min(dims, VectorsFor(r + 1, lanes) * lanes);
-      for (std::int64_t c = 0; c < columns; ++c) {
-        s[c] = Dot(d, w.x + r * w.ldx, w.x + c * w.ldx, VectorsFor(std::min(r, c) + 2, lanes));
-      }
-      std::fill(s + columns, s + w.lds, 0.0);
+      const double* x = w.x + r * ldx;
+      const std::int64_t k_end = std::min(r + 1, dims);
+      for (std::int64_t k = 0; k <= k_end; ++k)
+        w.xt[k * ldq + r] = x[k];
     }
-    for (std::int64_t r = dims - 1; r >= 0; --r)
-      EliminateRow(d, w.s, w.lds, r, VectorsFor(r + 1, lanes), dims, column(r), after(r), w.inv[r]);
   }
 
-  // 4. X <- Lq^{-T} X.
-  for (std::int64_t r = dims - 1; r >= 0; --r)
-    EliminateRow(d, w.x, w.ldx, r, VectorsFor(std::min(r + 2, width), lanes), dims, column(r),
-                 after(r), w.inv[r]);
+  // 4. X <- Lq^{-T} X, blocks of kRows rows from the bottom (the first rows one at a time). The
+  // vectors a block covers past its rows' staircases get Lq^{-T} X's true values there.
+  {
+    const auto back = [&](auto rows, std::int64_t i0) {
+      constexpr int kBlock = decltype(rows)::value;
+      ForTiles(VectorsFor(std::min(i0 + kBlock + 1, width), lanes), [&](auto nb, std::int64_t v0) {
+        BackBlock<kBlock, decltype(nb)::value>(d, w, i0, v0);
+      });
+    };
+    std::int64_t top = dims;  // rows top .. dims - 1 are done
+    for (; top >= kRows; top -= kRows)
+      back(std::integral_constant<int, kRows>(), top - kRows);
+    for (; top > 0; --top)
+      back(std::integral_constant<int, 1>(), top - 1);
+  }
+
+  // F = tril((Lq^{-T} X) X^T): row r needs columns 0 .. r, from X's columns k <= r + 1 (X^T_k
+  // is 0 left of column k - 1, so a tile of columns needs only k <= its last column + 1).
+  double* f = w.f;
+  if (want_q) {
+    const auto gram = [&](auto rows, std::int64_t r0) {
+      constexpr int kBlock = decltype(rows)::value;
+      ForTiles(VectorsFor(r0 + kBlock, lanes), [&](auto nb, std::int64_t v0) {
+        constexpr int kNb = decltype(nb)::value;
+        const std::int64_t k_end = std::min(r0 + kBlock + 1, (v0 + kNb) * lanes + 1);
+        GramBlock<kBlock, kNb>(d, w, r0, v0, k_end, f);
+      });
+    };
+    std::int64_t r0 = 0;
+    for (; r0 + kRows <= dims; r0 += kRows)
+      gram(std::integral_constant<int, kRows>(), r0);
+    for (; r0 < dims; ++r0)
+      gram(std::integral_constant<int, 1>(), r0);
+  }
 
   // 5. The gradients, times g (rowwise_full_backward.hpp). Column 0 of X is Lq^{-T} y;
-  // columns 1 .. r + 1 of row r are row r of Z, and row r of F holds tril(Lq^{-T} X X^T)'s.
-  if (sp.mean.wanted()) PutMean(sp.mean, dims, ip, g, w.x, w.ldx);
-  if (sq.mean.wanted()) PutMean(sq.mean, dims, iq, -g, w.x, w.ldx);
+  // columns 1 .. r + 1 of row r are row r of Z.
+  if (sp.mean.wanted()) PutMean(sp.mean, dims, ip, g, w.x, ldx);
+  if (sq.mean.wanted()) PutMean(sq.mean, dims, iq, -g, w.x, ldx);
+  if (width == 1) return;
+  const VD vg = hn::Set(d, g), neg_g = hn::Neg(vg);
   for (std::int64_t r = 0; r < dims; ++r) {
-    const double* z = w.x + r * w.ldx + 1;
+    const double* z = w.x + r * ldx + 1;
     const bool m_form = w.m_form[r] != 0;
     if (want_p) {
-      for (std::int64_t c = 0; c < r; ++c)
-        w.row[c] = g * z[c];
-      const double n_over = m_form ? -1.0 : w.n_k[r];  // times 1 / Lp_rr: the diagonal term
-      w.row[r] = g * (fp.log_diagonal ? std::fma(z[r], w.lp_k[r], n_over)
-                                      : std::fma(n_over, w.inv_p[r], z[r]));
-      PutScaleRow(sp.scale, fp, dims, ip, r, w.row);
+      // dKL/dLp_rr = z_r + N_rr / Lp_rr (N-form) or z_r - 1 / Lp_rr (M-form); times Lp_rr for a
+      // log diagonal.
+      const double n_over = m_form ? -1.0 : w.n_k[r];
+      const double diagonal = g * (fp.log_diagonal ? std::fma(z[r], w.lp_k[r], n_over)
+                                                   : std::fma(n_over, w.inv_p[r], z[r]));
+      PutScaleRow(
+          d, sp.scale, fp, dims, ip, r,
+          [&](std::int64_t v) { return hn::Mul(vg, hn::LoadU(d, z + v * lanes)); }, diagonal);
     }
     if (want_q) {
-      const double* f = w.s + r * w.lds;
-      for (std::int64_t c = 0; c < r; ++c)
-        w.row[c] = -g * (w.m_form[c] != 0 ? f[c] : f[c] + z[c]);
-      const double sum = m_form ? f[r] : f[r] + z[r];
-      const double n_over = m_form ? -1.0 : w.n_k[r];  // times 1 / Lq_rr: the diagonal term
-      w.row[r] = -g * (fq.log_diagonal ? std::fma(sum, w.lq_k[r], n_over)
-                                       : std::fma(n_over, w.inv[r], sum));
-      PutScaleRow(sq.scale, fq, dims, iq, r, w.row);
+      // -F_rr - z_r - N_rr / Lq_rr (N-form) or -F_rr + 1 / Lq_rr (M-form), times Lq_rr for a log
+      // diagonal; left of it -F_rc - z_c in N-form columns, -F_rc in M-form ones.
+      const double* f_row = f + r * ldq;
+      const double sum = m_form ? f_row[r] : f_row[r] + z[r];
+      const double n_over = m_form ? -1.0 : w.n_k[r];
+      const double diagonal = -g * (fq.log_diagonal ? std::fma(sum, w.lq_k[r], n_over)
+                                                    : std::fma(n_over, w.inv[r], sum));
+      PutScaleRow(
+          d, sq.scale, fq, dims, iq, r,
+          [&](std::int64_t v) {
+            const auto m = hn::Ne(hn::LoadU(d, w.m_form + v * lanes), hn::Zero(d));
+            const VD z_v = hn::IfThenZeroElse(m, hn::LoadU(d, z + v * lanes));
+            return hn::Mul(neg_g, hn::Add(hn::LoadU(d, f_row + v * lanes), z_v));
+          },
+          diagonal);
     }
   }
 }
@@ -363,8 +545,9 @@ void PairRow(DD d, const Work& w, const FullGaussians<T>& p, const FullGaussians
 // q = N(0, I): dKL/dmu = mu; dKL/dL = L below the diagonal, (L_kk^2 - 1) / L_kk on it (each
 // rounded once), or expm1(2 a) for a log diagonal a.
 template <class T>
-void StandardRow(const Work& w, const FullGaussians<T>& p, std::int64_t i, double g,
+void StandardRow(DD d, const Work& w, const FullGaussians<T>& p, std::int64_t i, double g,
                  const SideSinks<T>& sp) {
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
   const std::int64_t dims = w.d;
   const std::int64_t ip = p.mean.shape[0] == 1 ? 0 : i;
   const Factor<T> fp = FactorOf(p, ip);
@@ -375,12 +558,14 @@ void StandardRow(const Work& w, const FullGaussians<T>& p, std::int64_t i, doubl
     PutMean(sp.mean, dims, ip, g, w.row, 1);
   }
   if (!sp.scale.wanted()) return;
+  const VD vg = hn::Set(d, g);
   for (std::int64_t r = 0; r < dims; ++r) {
-    for (std::int64_t c = 0; c < r; ++c)
-      w.row[c] = g * fp.at(r, c);
-    const double x = fp.at(r, r);
-    w.row[r] = g * (fp.log_diagonal ? std::expm1(2 * x) : std::fma(x, x, -1.0) / x);
-    PutScaleRow(sp.scale, fp, dims, ip, r, w.row);
+    StageRow(d, fp, r, w.row);
+    const double x = fp.diagonal(r);
+    PutScaleRow(
+        d, sp.scale, fp, dims, ip, r,
+        [&](std::int64_t v) { return hn::Mul(vg, hn::LoadU(d, w.row + v * lanes)); },
+        g * (fp.log_diagonal ? std::expm1(2 * x) : std::fma(x, x, -1.0) / x));
   }
 }
 
@@ -389,13 +574,16 @@ void Rows(const FullGaussians<T>& p, const FullGaussians<T>* q, std::int64_t lo,
           const T* grad, const SideSinks<T>& sp, const SideSinks<T>& sq,
           double* HWY_RESTRICT scratch) noexcept {
   const DD d;
-  const Work w = Carve(p.mean.shape[1], scratch);
+  const std::int64_t dims = p.mean.shape[1];
+  // Padding that no step writes must read as 0 (Work's comments): cleared once per call.
+  std::fill(scratch, scratch + rowwise_full_backward_scratch(dims), 0.0);
+  const Work w = Carve(dims, scratch);
   for (std::int64_t i = lo; i < hi; ++i) {
     const auto g = static_cast<double>(grad[i]);
     if (q) {
       PairRow(d, w, p, *q, i, g, sp, sq);
     } else {
-      StandardRow(w, p, i, g, sp);
+      StandardRow(d, w, p, i, g, sp);
     }
   }
 }

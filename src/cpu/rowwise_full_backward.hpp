@@ -42,11 +42,11 @@ inline std::int64_t full_backward_round(std::int64_t n) {
   return (n + kFullBackwardPad - 1) / kFullBackwardPad * kFullBackwardPad;
 }
 
-// Doubles of scratch one worker needs at dimension d: Lq (d x d), X and its solves (d rows of
-// d + 1 columns, padded), X X^T and its solve (d rows of d, padded), ten vectors over k.
+// Doubles of scratch one worker needs at dimension d: Lq, Lp and F (d rows, padded), X and its
+// solves (d rows of d + 1 columns and padding), X^T (d + 1 rows, padded), ten vectors over k.
 inline std::int64_t rowwise_full_backward_scratch(std::int64_t d) {
-  return d * d + d * full_backward_round(d + 1) + d * full_backward_round(d) +
-         10 * full_backward_round(d);
+  const std::int64_t ld = full_backward_round(d);
+  return 3 * d * ld + d * (ld + kFullBackwardPad) + (d + 1) * ld + 10 * ld;
 }
 
 // Rows lo <= i < hi of L = sum_i grad[i] KL(p_i || q_i) (grad indexed by i itself): each side's
