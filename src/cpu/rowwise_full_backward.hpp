@@ -24,6 +24,11 @@
 // exactly 0 at p = q, and near it accurate relative to their size; the M-form serves columns
 // where q is much wider than p (D ~ -Lq), where the N-form would cancel terms of size |Lq|.
 // A log diagonal a = log L_rr gets dKL/dL_rr * L_rr.
+// Range: in a row whose KL and exact gradients are finite doubles, every intermediate is bounded
+// by them (|y|^2, |M|_F^2 <= 2 KL + ...), so the gradients come out finite. A gradient can
+// overflow with KL finite (dKL/dLq ~ |y|^2 / Lq_kk); in such a row a 0 coefficient meeting the
+// infinity can make other entries NaN: guarding each product would cost the O(d^3) loops for a
+// row whose gradient is unusable anyway.
 // Against N(0, I): dKL/dmu = mu, dKL/dL = L below the diagonal and (L_kk^2 - 1) / L_kk on it
 // (expm1(2 a) for a log diagonal).
 #pragma once
