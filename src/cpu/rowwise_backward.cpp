@@ -2,7 +2,7 @@
 // chunks over the workers, and the sums of a side broadcast over the rows.
 //
 // A side with one distribution paired with n != 1 rows receives the sum of the rows' gradients.
-// Each chunk of kRowwiseBackwardChunk rows adds its rows into a slot of its own, in row order,
+// Each chunk of rows (tunables.hpp) adds its rows into a slot of its own, in row order,
 // and the slots are added in chunk order: the same additions whatever the thread count (one
 // worker adds each chunk into the running total as soon as it is done, which is the same
 // order). Every other gradient is written by the kernel straight into the caller's span.
@@ -81,7 +81,9 @@ void kl_rowwise_backward(const Gaussians<T>& p, const Gaussians<T>* q, std::int6
   }
 
   const int workers = rowwise_workers(p, q, n, threads);
-  const std::int64_t chunks = (n + kRowwiseBackwardChunk - 1) / kRowwiseBackwardChunk;
+  const bool diag = std::holds_alternative<DiagGaussians<T>>(p.variant());
+  const std::int64_t chunk_rows = diag ? kRowwiseBackwardDiagChunk : kRowwiseBackwardFullChunk;
+  const std::int64_t chunks = (n + chunk_rows - 1) / chunk_rows;
   // One slot per chunk with several workers; one slot reused with one.
   const std::int64_t slots = slot_size == 0 ? 0 : workers > 1 ? chunks : 1;
   std::vector<double> slot_memory(static_cast<std::size_t>(slots * slot_size), 0.0);
@@ -97,8 +99,8 @@ void kl_rowwise_backward(const Gaussians<T>& p, const Gaussians<T>* q, std::int6
   double* scratch = pd ? nullptr : align64(scratch_memory);
 
   const auto run_chunk = [&](int worker, std::int64_t chunk, double* slot) {
-    const std::int64_t lo = chunk * kRowwiseBackwardChunk;
-    const std::int64_t hi = std::min(n, lo + kRowwiseBackwardChunk);
+    const std::int64_t lo = chunk * chunk_rows;
+    const std::int64_t hi = std::min(n, lo + chunk_rows);
     const auto sink = [slot](const Target<T>& t) {
       GradSink<T> s;
       if (t.summed) {

@@ -97,10 +97,18 @@ inline constexpr std::int64_t kRowwiseWorkPerThread = std::int64_t{1} << 16;
 
 // ---- rowwise_backward (rowwise_backward.cpp): the row-wise gradients ----
 
-// Rows per chunk of the gradients' driver: the unit handed to a worker and, for a side broadcast
-// over the rows, the unit of its sums (each chunk sums its rows, then the chunks are added in
-// order), so that the bits do not depend on the thread count. Not measured yet.
-inline constexpr std::int64_t kRowwiseBackwardChunk = 64;
+// Rows per chunk of the gradients' driver: the unit handed to a worker from a shared counter and,
+// for a side broadcast over the rows, the unit of its sums (each chunk sums its rows, then the
+// chunks are added in order), so that the bits do not depend on the thread count; a broadcast
+// side keeps one slot of sums per chunk (chunks x row size doubles). Diagonal rows: 64 rows of
+// D = 32 take ~2.5 us, of D = 256 ~20 us (1.2 ns per element, AVX3, min of 2000 calls). Full
+// rows cost ~4x the forward's (1.06 us a pair at d = 16, 3.6 at d = 32): 16 rows, ~17 us at
+// d = 16, so that the blog-sized 256 x 16 batch makes 16 chunks for two workers rather than 4
+// (a worker descheduled on this shared machine strands its chunk; the forward's 64-pair chunks
+// take ~60 us at d = 32). Not tuned on an idle machine: the 2 cores were loaded (load 6-8) the
+// whole time these kernels were written, which made 2-worker timings meaningless.
+inline constexpr std::int64_t kRowwiseBackwardDiagChunk = 64;
+inline constexpr std::int64_t kRowwiseBackwardFullChunk = 16;
 
 // ---- full_gemm (full_gemm.hpp): the GEMM of full-covariance all-pairs KL ----
 

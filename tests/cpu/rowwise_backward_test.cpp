@@ -86,11 +86,11 @@ FullSide<T> full_side(const test::FullSpec& spec, int form) {
   return s;
 }
 
-// Many chunks of rows (kRowwiseBackwardChunk each, the last one partial), p broadcast (sums) and
+// Many chunks of rows (tunables.hpp; the last one partial), p broadcast (sums) and
 // q not, or the other way round: every thread count gives the bits of one thread.
 TEST(RowwiseBackward, SameBitsForAnyThreadCount) {
   Rng rng(101);
-  const std::int64_t n = 11 * kRowwiseBackwardChunk + 5;
+  const std::int64_t n = 11 * kRowwiseBackwardDiagChunk + 5;
   for (const bool p_once : {true, false}) {
     const auto [ps, qs] = test::make_specs(rng, Data::random, test::Family::diag,
                                            test::Family::diag, p_once ? 1 : n, p_once ? n : 1, 384);
@@ -121,7 +121,7 @@ TEST(RowwiseBackward, SameBitsForAnyThreadCount) {
 // over the rows too): within the kernels' bar plus the sum's own roundings, about one per row.
 TEST(RowwiseBackward, BroadcastSumsAgainstOracle) {
   Rng rng(102);
-  const std::int64_t n = 5 * kRowwiseBackwardChunk + 3;
+  const std::int64_t n = 5 * kRowwiseBackwardDiagChunk + 3;
   const auto [ps, qs] =
       test::make_specs(rng, Data::adversarial, test::Family::full, test::Family::full, 1, n, 7);
   for (const int form : {0, 1, 2}) {
