@@ -80,19 +80,19 @@ void kl_rowwise_backward(const Gaussians<T>& p, const Gaussians<T>* q, std::int6
     return;
   }
 
+  // p and q are of one family (diagonal or Cholesky factors).
+  const auto* pd = std::get_if<DiagGaussians<T>>(&p.variant());
+  const auto* qd = q ? std::get_if<DiagGaussians<T>>(&q->variant()) : nullptr;
+  const auto* pf = std::get_if<FullGaussians<T>>(&p.variant());
+  const auto* qf = q ? std::get_if<FullGaussians<T>>(&q->variant()) : nullptr;
+
   const int workers = rowwise_workers(p, q, n, threads);
-  const bool diag = std::holds_alternative<DiagGaussians<T>>(p.variant());
-  const std::int64_t chunk_rows = diag ? kRowwiseBackwardDiagChunk : kRowwiseBackwardFullChunk;
+  const std::int64_t chunk_rows = pd ? kRowwiseBackwardDiagChunk : kRowwiseBackwardFullChunk;
   const std::int64_t chunks = (n + chunk_rows - 1) / chunk_rows;
   // One slot per chunk with several workers; one slot reused with one.
   const std::int64_t slots = slot_size == 0 ? 0 : workers > 1 ? chunks : 1;
   std::vector<double> slot_memory(static_cast<std::size_t>(slots * slot_size), 0.0);
   std::vector<double> total(static_cast<std::size_t>(slot_size), 0.0);
-
-  const auto* pd = std::get_if<DiagGaussians<T>>(&p.variant());
-  const auto* qd = q ? std::get_if<DiagGaussians<T>>(&q->variant()) : nullptr;
-  const auto* pf = std::get_if<FullGaussians<T>>(&p.variant());
-  const auto* qf = q ? std::get_if<FullGaussians<T>>(&q->variant()) : nullptr;
   const std::int64_t per_worker = pd ? 0 : full_worker_doubles(d);
   std::vector<double> scratch_memory(
       pd ? 0 : static_cast<std::size_t>(workers * per_worker + kLineDoubles));

@@ -4,12 +4,12 @@
 // h is the lane dimension and every lane is a double (float input is widened on load, float
 // gradients narrowed on store). Per vector of h: lam and E from the parameters as the pairing
 // allows (rowwise_diag_backward.hpp), then each wanted gradient times the row's weight grad[i],
-// stored to its row or added to its sum. A reciprocal is taken only where a formula needs it:
-// std and var q for lam, precision p for v, and each side's phi'(x) = k / x when that side's
-// scale gradient is wanted. No logarithms: the forward's r = log v - log w appears only as
-// e^r - 1 = E. Contiguous rows are loaded and stored in place; a strided row, or the last partial
-// vector of a row, goes through a small buffer padded with a neutral Gaussian (mean 0, variance
-// 1), whose gradients are exactly 0.
+// stored to its row or added to its sum. The formulas need a reciprocal only for std and var q
+// (lam), precision p (v), and each side's phi'(x) = k / x when that side's scale gradient is
+// wanted (divisions bound the std and var cases). No logarithms: the forward's r = log v - log w
+// appears only as e^r - 1 = E. Contiguous rows are loaded and stored in place; a strided row, or
+// the last partial vector of a row, goes through a small buffer padded with a neutral Gaussian
+// (mean 0, variance 1), whose gradients are exactly 0.
 
 // Per-target include guard: toggled so that foreach_target.h re-includes this file per target.
 #if defined(GAUSSKL_CPU_ROWWISE_DIAG_BACKWARD_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -42,8 +42,9 @@ using DD = hn::ScalableTag<double>;
 using VD = hn::Vec<DD>;
 using rowwise_diag_detail::LoadWide;
 
-// Highway's Expm1 is valid up to 706; a log-variance difference reaches ~1382, so a vector with
-// a lane past this takes libm's expm1 (inf from 709.78 on, as the exact value).
+// A log-variance difference reaches ~1382. Past this e^x nears overflow (and 2^q's exponent
+// arithmetic below has room only to ~1418), so such a vector takes libm's expm1 (inf from 709.78
+// on, as the exact value).
 constexpr double kExpm1Max = 700;
 // Below this e^x - 1 is -1 in double; x is clamped there before the range reduction, so that
 // 2^q stays within the two-factor scaling below.

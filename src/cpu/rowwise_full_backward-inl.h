@@ -36,6 +36,7 @@
 #include "cpu/grad_sink.hpp"
 #include "cpu/rowwise_diag-inl.h"
 #include "cpu/rowwise_full_backward.hpp"
+#include "cpu/tunables.hpp"
 #include "gausskl/types.hpp"
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
@@ -49,15 +50,16 @@ namespace rowwise_full_backward_detail {
 using DD = hn::ScalableTag<double>;
 using VD = hn::Vec<DD>;
 
-// Register blocks of every O(d^3) step: kRows rows by kVectors vectors of columns, so that each
-// vector loaded from another row serves kRows rows. Accumulators, the loads and the broadcasts
-// take 16 + 4 + 4 of AVX-512's 32 registers, 8 + 2 + 4 of AVX2's 16.
-constexpr int kRows = 4;
+// Register blocks of every O(d^3) step: kRows rows by kVectors vectors of columns
+// (tunables.hpp).
 #if HWY_TARGET <= HWY_AVX3
-constexpr int kVectors = 4;
+constexpr TriTileShape kTile = kRowwiseFullBackwardTileAvx3;
 #else
-constexpr int kVectors = 2;
+constexpr TriTileShape kTile = kRowwiseFullBackwardTileOther;
 #endif
+constexpr int kRows = static_cast<int>(kTile.rows);
+constexpr int kVectors = static_cast<int>(kTile.vectors);
+static_assert(kVectors >= 1 && kVectors <= 4, "ForTiles dispatches 1 to 4 vectors");
 
 // One side's factor of distribution i, read in place (a log diagonal as stored).
 template <class T>

@@ -157,4 +157,16 @@ inline constexpr std::int64_t kRowwiseFullChunk = 64;
 // The widest tile of any target, which sizes the scratch.
 inline constexpr std::int64_t kRowwiseFullMaxVectors = 4;
 
+// The register block of the full backward's O(d^3) steps (rowwise_full_backward-inl.h): `rows`
+// rows by `vectors` vectors of columns, each vector loaded from another row serving `rows` rows.
+// The kernel alone on 256 pairs of float factors (128 at d = 64), every gradient, one thread,
+// min of 300 calls, us a pair at d = 16 / 32 (the forward kernel: 0.28 / 0.85):
+//   AVX3  4x1 1.05 / 3.16 (d = 64: 13.8), 4x2 1.01 / 3.43, 3x2 1.01 / 3.65, 2x4 1.04 / 3.70,
+//         4x4 1.07 / 3.96 (d = 64: 16.4), 8x1 1.42 / 4.45
+//   AVX2  4x2 1.05 / 3.71, 2x2 1.09 / 4.19, 4x1 1.12 / 4.33
+// Narrow tiles win on AVX-512: the staircase (row j of X is 0 past column j + 1) leaves whole
+// vectors of a wide tile empty, and rows start their tiles later.
+inline constexpr TriTileShape kRowwiseFullBackwardTileAvx3{4, 1};
+inline constexpr TriTileShape kRowwiseFullBackwardTileOther{4, 2};
+
 }  // namespace gausskl::cpu
