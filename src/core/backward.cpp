@@ -85,7 +85,8 @@ void kl_backward_impl(const Gaussians<T>& p, const Gaussians<T>& q, std::span<co
                       const Gradients<T>& dp, const Gradients<T>& dq, const Options& options) {
   const char* op = "kl_backward";
   detail::check_options(op, options);
-  // As many threads as the work pays for (small calls: none started).
+  // Full batches are validated on threads: as many as the computation itself will use, so that
+  // small calls (the blog's 5 x 3) start none.
   const int threads = cpu::rowwise_workers(p, &q, std::max(p.n(), q.n()), options.threads);
   detail::validate(op, "p", p, threads);
   detail::validate(op, "q", q, threads);
@@ -109,9 +110,9 @@ void kl_standard_normal_backward_impl(const Gaussians<T>& p, std::span<const T> 
                                       const Gradients<T>& dp, const Options& options) {
   const char* op = "kl_standard_normal_backward";
   detail::check_options(op, options);
-  detail::validate(op, "p", p,
-                   cpu::rowwise_workers(p, static_cast<const Gaussians<T>*>(nullptr), p.n(),
-                                        options.threads));
+  detail::validate(
+      op, "p", p,
+      cpu::rowwise_workers(p, static_cast<const Gaussians<T>*>(nullptr), p.n(), options.threads));
   check_grad(op, grad.size(), p.n());
   check_supported(op, "p", p);
   check_gradients(op, "p", p, dp);

@@ -95,6 +95,21 @@ inline constexpr std::int64_t kDiagPairsWorkPerThread = std::int64_t{1} << 22;
 // row's terms; a full-covariance batch of 4096 x 32 (45M) keeps both cores.
 inline constexpr std::int64_t kRowwiseWorkPerThread = std::int64_t{1} << 16;
 
+// ---- rowwise_backward (rowwise_backward.cpp): the row-wise gradients ----
+
+// Rows per chunk of the gradients' driver: the unit handed to a worker from a shared counter and,
+// for a side broadcast over the rows, the unit of its sums (each chunk sums its rows, then the
+// chunks are added in order), so that the bits do not depend on the thread count; a broadcast
+// side keeps one slot of sums per chunk (chunks x row size doubles). Diagonal rows: 64 rows of
+// D = 32 take ~2.5 us, of D = 256 ~20 us (1.2 ns per element, AVX3, min of 2000 calls). Full
+// rows cost ~4x the forward's (1.06 us a pair at d = 16, 3.6 at d = 32): 16 rows, ~17 us at
+// d = 16, so that the blog-sized 256 x 16 batch makes 16 chunks for two workers rather than 4
+// (a worker descheduled on this shared machine strands its chunk; the forward's 64-pair chunks
+// take ~60 us at d = 32). Not tuned on an idle machine: the 2 cores were loaded (load 6-8) the
+// whole time these kernels were written, which made 2-worker timings meaningless.
+inline constexpr std::int64_t kRowwiseBackwardDiagChunk = 64;
+inline constexpr std::int64_t kRowwiseBackwardFullChunk = 16;
+
 // ---- full_gemm (full_gemm.hpp): the GEMM of full-covariance all-pairs KL ----
 
 // Depth of a block of k summed in the 8 lanes before its sum is added to the entry: the error
@@ -141,6 +156,18 @@ inline constexpr TriTileShape kRowwiseFullTileOther{2, 4};
 inline constexpr std::int64_t kRowwiseFullChunk = 64;
 // The widest tile of any target, which sizes the scratch.
 inline constexpr std::int64_t kRowwiseFullMaxVectors = 4;
+
+// The register block of the full backward's O(d^3) steps (rowwise_full_backward-inl.h): `rows`
+// rows by `vectors` vectors of columns, each vector loaded from another row serving `rows` rows.
+// The kernel alone on 256 pairs of float factors (128 at d = 64), every gradient, one thread,
+// min of 300 calls, us a pair at d = 16 / 32 (the forward kernel: 0.28 / 0.85):
+//   AVX3  4x1 1.05 / 3.16 (d = 64: 13.8), 4x2 1.01 / 3.43, 3x2 1.01 / 3.65, 2x4 1.04 / 3.70,
+//         4x4 1.07 / 3.96 (d = 64: 16.4), 8x1 1.42 / 4.45
+//   AVX2  4x2 1.05 / 3.71, 2x2 1.09 / 4.19, 4x1 1.12 / 4.33
+// Narrow tiles win on AVX-512: the staircase (row j of X is 0 past column j + 1) leaves whole
+// vectors of a wide tile empty, and rows start their tiles later.
+inline constexpr TriTileShape kRowwiseFullBackwardTileAvx3{4, 1};
+inline constexpr TriTileShape kRowwiseFullBackwardTileOther{4, 2};
 
 // ---- pairwise_backward (pairwise_backward_gemm.hpp, _uniform.hpp): gradients of all-pairs KL ----
 // Machine for this section: 2 cores of an AMD EPYC (Zen 4, AVX-512 executed as 2 x 256 bits,
