@@ -20,7 +20,6 @@ array that was broadcast.
 from __future__ import annotations
 
 import torch
-from torch.autograd.function import once_differentiable
 
 from gausskl import _arrays
 from gausskl import _ext
@@ -97,17 +96,20 @@ def _gaussians(specs):
     return [_gaussian(list(s[1:]), s[0]) for s in specs]
 
 
-def _torch_grads(fn, specs, slots, tensors, flags, grad):
+def _torch_grads(fn, specs, slots, tensors, flags, grad, create_graph=False):
     """Gradients of sum(grad * fn(*batches)) for the flagged tensors, by torch.autograd through
-    fn written in torch operations (NumPy arrays among the inputs become constant tensors)."""
+    fn written in torch operations (NumPy arrays among the inputs become constant tensors).
+    create_graph: the gradients are themselves differentiable (fn is applied to the tensors)."""
     with torch.enable_grad():
-        leaves = [t.detach().requires_grad_(bool(f)) for t, f in zip(tensors, flags)]
+        leaves = (list(tensors) if create_graph else
+                  [t.detach().requires_grad_(bool(f)) for t, f in zip(tensors, flags)])
         device = tensors[0].device
         specs = [tuple(a if _arrays.is_torch(a) or i == 0 else torch.as_tensor(a, device=device)
                        for i, a in enumerate(s)) for s in _respec(specs, slots, leaves)]
         out = fn(*_gaussians(specs))
         wanted = [t for t, f in zip(leaves, flags) if f]
-        got = iter(torch.autograd.grad(out, wanted, grad.to(out.dtype), allow_unused=True))
+        got = iter(torch.autograd.grad(out, wanted, grad.to(out.dtype), allow_unused=True,
+                                       create_graph=create_graph))
     result = []
     for t, f in zip(tensors, flags):
         g = next(got) if f else None
@@ -123,6 +125,16 @@ def _rowwise_values_of(*gs):
     return _torch_path.rowwise_values(gs[0], gs[1] if len(gs) > 1 else None)
 
 
+def _pairwise_values_of(*gs):
+    from gausskl import _torch_path
+    from gausskl._jitter import Jitter
+
+    p = _torch_path._flat(gs[0])
+    q = _torch_path._flat(gs[1]) if len(gs) > 1 else None
+    out = _torch_path.pairwise("pairwise_kl", p, q, p._spec[1].dtype, Jitter("pairwise_kl", 0.0))
+    return out.reshape(*gs[0]._batch, *(gs[-1]._batch))
+
+
 class _Rowwise(torch.autograd.Function):
     """KL(p || q) row-wise (one spec: KL(p || N(0, I))); values from values(), the library's."""
 
@@ -133,12 +145,15 @@ class _Rowwise(torch.autograd.Function):
         return values()
 
     @staticmethod
-    @once_differentiable
     def backward(ctx, grad):
         tensors = ctx.saved_tensors
         flags = ctx.needs_input_grad[4:]
         specs = _respec(ctx.specs, ctx.slots, tensors)
         q = specs[1] if len(specs) > 1 else None
+        if torch.is_grad_enabled():  # create_graph: differentiable gradients, in torch operations
+            return (None, None, None, None,
+                    *_torch_grads(_rowwise_values_of, specs, ctx.slots, tensors, flags, grad,
+                                  create_graph=True))
         if _library_codes(specs[0][0], None if q is None else q[0]):
             grads = _ext.kl_backward(specs[0], q, grad, _needs(specs, ctx.slots, flags),
                                      ctx.threads)
@@ -157,11 +172,14 @@ class _PairwiseDiag(torch.autograd.Function):
         return values()
 
     @staticmethod
-    @once_differentiable
     def backward(ctx, grad):
         tensors = ctx.saved_tensors
         flags = ctx.needs_input_grad[4:]
         specs = _respec(ctx.specs, ctx.slots, tensors)
+        if torch.is_grad_enabled():  # create_graph: differentiable gradients, in torch operations
+            return (None, None, None, None,
+                    *_torch_grads(_pairwise_values_of, specs, ctx.slots, tensors, flags, grad,
+                                  create_graph=True))
         needs = _needs(specs, ctx.slots, flags)
         q = specs[1] if len(specs) > 1 else None
         grads = _ext.pairwise_kl_backward(specs[0], q, grad, needs, ctx.threads)
@@ -174,9 +192,59 @@ class _PairwiseDiag(torch.autograd.Function):
         return (None, None, None, None, *_picked(grads, specs, ctx.slots, flags, tensors))
 
 
+class _LibraryRowwise(torch.autograd.Function):
+    """The training step's case, kept as short as it can be: every array a tensor, the pair the
+    library differentiates, no jitter. codes: (p's,) or (p's, q's); tensors: the arrays of p
+    (then q) in spec order."""
+
+    @staticmethod
+    def forward(ctx, codes, threads, budget, *tensors):
+        ctx.codes, ctx.threads = codes, threads
+        ctx.save_for_backward(*tensors)
+        if len(codes) == 1:
+            return _ext.kl_standard_normal((codes[0], *tensors), threads, 0.0, budget, False,
+                                           True)
+        return _ext.kl((codes[0], *tensors[:2]), (codes[1], *tensors[2:]), threads, 0.0, budget,
+                       False, True)
+
+    @staticmethod
+    def backward(ctx, grad):
+        tensors = ctx.saved_tensors
+        codes = ctx.codes
+        flags = ctx.needs_input_grad[3:]
+        if torch.is_grad_enabled():  # create_graph: differentiable gradients, in torch operations
+            specs = [(codes[0], *tensors[:2])] + ([(codes[1], *tensors[2:])] if len(codes) > 1
+                                                  else [])
+            slots = tuple((i // 2, 1 + i % 2) for i in range(len(tensors)))
+            return (None, None, None,
+                    *_torch_grads(_rowwise_values_of, specs, slots, tensors, flags, grad,
+                                  create_graph=True))
+        if len(codes) == 1:
+            grads = _ext.kl_backward((codes[0], *tensors), None, grad, flags, ctx.threads)
+        else:
+            grads = _ext.kl_backward((codes[0], *tensors[:2]), (codes[1], *tensors[2:]), grad,
+                                     flags, ctx.threads)
+        out = [None, None, None]
+        for g, t in zip(grads, tensors):
+            if g is not None and g.shape != t.shape:
+                g = g.sum_to_size(t.shape)
+            out.append(g)
+        return tuple(out)
+
+
 def rowwise(op: str, p, q, threads: int, budget: int):
     """kl (q a batch) or kl_standard_normal (q None) with gradients, no jitter: the training
     step's path."""
+    pa = p._spec
+    if (len(pa) == 3 and _arrays.is_torch(pa[1]) and _arrays.is_torch(pa[2])
+            and (q is None or (len(q._spec) == 3 and _arrays.is_torch(q._spec[1])
+                               and _arrays.is_torch(q._spec[2])))
+            and _library_codes(pa[0], None if q is None else q._spec[0])):
+        if q is None:
+            return _LibraryRowwise.apply((pa[0],), threads, budget, pa[1], pa[2])
+        qa = q._spec
+        return _LibraryRowwise.apply((pa[0], qa[0]), threads, budget, pa[1], pa[2], qa[1],
+                                     qa[2])
     specs = (p._spec,) if q is None else (p._spec, q._spec)
     slots, tensors = _tensors(specs)
     if q is None:

@@ -272,3 +272,22 @@ def test_torch_path_has_gradients(torch, rng):
         gaussian({"mean": m, "precision": s}),
         build(torch, {"mean": n, "covariance": c}), torch_path=True)
     assert torch.autograd.gradcheck(f, [*t.values(), *u.values()], eps=1e-6, atol=1e-5)
+
+
+@pytest.mark.parametrize("fam,par", [("diag", "logvar"), ("diag", "std"), ("full", "scale_tril"),
+                                     ("full", "covariance")])
+def test_second_derivatives(torch, rng, fam, par):
+    """create_graph=True: the gradients are differentiable (through the same formulas in torch
+    operations), row-wise and, for diagonal batches, all pairs."""
+    ta = leaf_tensors(torch, make_arrays(rng, fam, par, 3, 2))
+    tb = leaf_tensors(torch, make_arrays(rng, "diag", "var", 3, 2))
+
+    def f(*xs):
+        return gk.kl(build(torch, dict(zip(ta, xs[:len(ta)]))),
+                     gaussian(dict(zip(tb, xs[len(ta):]))))
+
+    inputs = [*ta.values(), *tb.values()]
+    assert torch.autograd.gradgradcheck(f, inputs, eps=1e-6, atol=1e-4)
+    if fam == "diag":
+        g = lambda *xs: gk.pairwise_kl(gaussian(dict(zip(ta, xs))))  # noqa: E731
+        assert torch.autograd.gradgradcheck(g, list(ta.values()), eps=1e-6, atol=1e-4)
