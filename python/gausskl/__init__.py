@@ -5,15 +5,20 @@ Batches of Gaussians (NumPy arrays, PyTorch tensors, or any DLPack array)::
     import gausskl as gk
     p = gk.DiagGaussian(mu, std=std)              # or var=, logvar=, precision=; mu [N, D]
     f = gk.FullGaussian(mu, scale_tril=L)         # or covariance=, precision_matrix=; [N, D, D]
+    e = gk.FullGaussian(mu, packed_scale_tril=E, log_diagonal=True)   # E [N, D (D + 1) / 2]
     r = gk.LowRankGaussian(mu, cov_factor=W, cov_diag=d)   # W [N, D, R], d [N, D]
+
+Batch axes follow torch.distributions: any number of leading axes, broadcast between the arrays
+of a batch and between p and q; results have the broadcast batch shape (0-d for two single
+distributions).
 
 Operations (any family against any family)::
 
-    gk.kl(p, q)                     # [N]     KL(p_i || q_i), N = 1 broadcasts
+    gk.kl(p, q)                     # [N]     KL(p_i || q_i), batches broadcast
     gk.kl_standard_normal(p)        # [N]     KL(p_i || N(0, I))
     gk.pairwise_kl(p, q=None)       # [N, M]  KL(p_i || q_j); q = p without q
     gk.knn_kl(p, q=None, k=10)      # ([N, k] indices, [N, k] KL), the k smallest per row
-    gk.from_torch(dist)             # torch.distributions Normal, Independent(Normal, 1),
+    gk.from_torch(dist)             # torch.distributions Normal, Independent(Normal, r),
                                     # MultivariateNormal, LowRankMultivariateNormal
 
 The forum's pairwise KL of diagonal Gaussians (``mu, std: [B, H]``), as one line::
@@ -33,7 +38,9 @@ Results come back in the caller's framework (torch in, torch out; NumPy in, NumP
 float32 when every input is float32 and float64 otherwise; arithmetic is in float64. Bad input
 raises ValueError naming the operation, array, index and rule, e.g.
 ``[kl] p.scale (std) must be positive and finite, found -0.5 at row 17, column 3``.
-Tensors with ``requires_grad`` get gradients; CUDA and MPS tensors are computed with the same
+Tensors with ``requires_grad`` get gradients (the library's own for diagonal batches and
+triangular factors); under ``torch.compile`` the operations are torch custom operators, so
+losses compile with ``fullgraph=True``. CUDA and MPS tensors are computed with the same
 algorithms in torch operations.
 
 A covariance or precision matrix that is not positive definite is an error unless the operation
@@ -45,7 +52,8 @@ factored with EPS added to their diagonal, and a ``JitterWarning`` says how many
 ``pairwise_kl`` and ``knn_kl`` take ``tolerance=EPS`` (at most 1e-3), the certified error of each
 result as ``|KL - exact| / (|exact| + 1)`` (default 1e-7 for float32 inputs, 1e-13 for float64;
 from about 1e-5, float32 diagonal inputs may use a faster float kernel), and every operation
-takes ``memory_budget=BYTES``, the most the library may allocate (RuntimeError if too small).
+takes ``memory_budget=BYTES``, the most the library may allocate (RuntimeError if too small),
+and ``threads=`` (0: all cores; small calls run on the calling thread).
 """
 
 from gausskl._distributions import DiagGaussian, FullGaussian, Gaussian, LowRankGaussian
