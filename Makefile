@@ -8,7 +8,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS := -G Ninja -DCMAKE_BUILD_TYPE=Release
 
 .PHONY: deps build python demo test test-release test-asan test-tsan test-fuzz fuzz format \
-  format-check bench bench-peers clean
+  format-check bench-build bench bench-peers clean
 
 deps:
 	@scripts/install_deps.sh
@@ -76,19 +76,24 @@ format:
 format-check:
 	@clang-format --dry-run -Werror $(FORMAT_FILES) && echo "clang-format: clean"
 
-bench: deps
+bench-build: deps
 	@$(CMAKE) -S . -B build $(CMAKE_FLAGS) -DGAUSSKL_BUILD_BENCH=ON >/dev/null
 	@$(CMAKE) --build build -j $(JOBS)
+
+bench: bench-build
+	@build/bench/gausskl_bench_calls --benchmark_counters_tabular=true
 	@build/bench/gausskl_bench_rowwise --benchmark_counters_tabular=true
 	@build/bench/gausskl_bench_rowwise_kernel --benchmark_counters_tabular=true
 	@build/bench/gausskl_bench_pairwise_kernel --benchmark_filter='/(AVX3|AVX2)/' \
 		--benchmark_counters_tabular=true
 	@build/bench/gausskl_bench_full_pairs --benchmark_counters_tabular=true
+	@build/bench/gausskl_bench_pairwise_backward --benchmark_counters_tabular=true
 
 # gausskl side by side with PyTorch (forum broadcast, torch.distributions, GEMM in torch, SGEMM
-# floor): rewrites the results section of bench/README.md and bench/plots/*.png (~4-10 min; run
-# it on a quiet machine). `.venv/bin/python bench/peers.py --quick` is a < 30 s smoke run.
-bench-peers: python
+# floor, the seeds' own calls against the same calls from C++): rewrites the results section of
+# bench/README.md and bench/plots/*.png (~5-12 min; run it on a quiet machine).
+# `.venv/bin/python bench/peers.py --quick` is a < 30 s smoke run.
+bench-peers: bench-build python
 	@$(PY) bench/peers.py --out bench/README.md
 
 clean:

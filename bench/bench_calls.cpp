@@ -101,7 +101,10 @@ BENCHMARK(BM_kl_diag)
     ->Args({128, 32, 1});
 BENCHMARK(BM_kl_standard_normal)->ArgNames({"N", "D"})->Args({5, 3})->Args({128, 32});
 BENCHMARK(BM_kl_full)->ArgNames({"N", "D"})->Args({5, 3})->Args({256, 16});
-BENCHMARK(BM_pairwise_self)->ArgNames({"N", "D"})->Args({100, 256})->Args({1024, 256})
+BENCHMARK(BM_pairwise_self)
+    ->ArgNames({"N", "D"})
+    ->Args({100, 256})
+    ->Args({1024, 256})
     ->UseRealTime();
 
 BENCHMARK_MAIN();

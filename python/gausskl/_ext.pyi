@@ -2,97 +2,46 @@
 gausskl C++ library bindings; use the gausskl package, not this module.
 """
 
-from typing import Annotated, overload
-
-import numpy
-from numpy.typing import NDArray
 
 
 def version() -> str:
     """The linked C++ library's version."""
 
-class Batch:
-    """Views of the caller's arrays as one batch of Gaussians (no copy)."""
-
-    @overload
-    @staticmethod
-    def diag(mean: Annotated[NDArray[numpy.float32], dict(shape=(None, None), device='cpu', writable=False)], scale: Annotated[NDArray[numpy.float32], dict(shape=(None, None), device='cpu', writable=False)], param: str) -> Batch: ...
-
-    @overload
-    @staticmethod
-    def diag(mean: Annotated[NDArray[numpy.float64], dict(shape=(None, None), device='cpu', writable=False)], scale: Annotated[NDArray[numpy.float64], dict(shape=(None, None), device='cpu', writable=False)], param: str) -> Batch: ...
-
-    @overload
-    @staticmethod
-    def full(mean: Annotated[NDArray[numpy.float32], dict(shape=(None, None), device='cpu', writable=False)], scale: Annotated[NDArray[numpy.float32], dict(shape=(None, None, None), device='cpu', writable=False)], param: str) -> Batch: ...
-
-    @overload
-    @staticmethod
-    def full(mean: Annotated[NDArray[numpy.float64], dict(shape=(None, None), device='cpu', writable=False)], scale: Annotated[NDArray[numpy.float64], dict(shape=(None, None, None), device='cpu', writable=False)], param: str) -> Batch: ...
-
-    @overload
-    @staticmethod
-    def low_rank(mean: Annotated[NDArray[numpy.float32], dict(shape=(None, None), device='cpu', writable=False)], cov_factor: Annotated[NDArray[numpy.float32], dict(shape=(None, None, None), device='cpu', writable=False)], cov_diag: Annotated[NDArray[numpy.float32], dict(shape=(None, None), device='cpu', writable=False)]) -> Batch: ...
-
-    @overload
-    @staticmethod
-    def low_rank(mean: Annotated[NDArray[numpy.float64], dict(shape=(None, None), device='cpu', writable=False)], cov_factor: Annotated[NDArray[numpy.float64], dict(shape=(None, None, None), device='cpu', writable=False)], cov_diag: Annotated[NDArray[numpy.float64], dict(shape=(None, None), device='cpu', writable=False)]) -> Batch: ...
-
-    @property
-    def family(self) -> str: ...
-
-    @property
-    def n(self) -> int: ...
-
-    @property
-    def d(self) -> int: ...
-
-    @property
-    def is_double(self) -> bool: ...
-
-    def addresses(self) -> list[int]: ...
-
 MAX_TOLERANCE: float = 0.001
 
-@overload
-def kl(p: Batch, q: Batch, out: Annotated[NDArray[numpy.float32], dict(shape=(None,), order='C', device='cpu')], threads: int = 0, jitter: float = 0.0, memory_budget: int = 0) -> tuple[int, int]: ...
+NEEDS_GRAD: int = 1
 
-@overload
-def kl(p: Batch, q: Batch, out: Annotated[NDArray[numpy.float64], dict(shape=(None,), order='C', device='cpu')], threads: int = 0, jitter: float = 0.0, memory_budget: int = 0) -> tuple[int, int]:
-    """
-    out[i] = KL(p_i || q_i); N = 1 on either side broadcasts. Returns how many p and q distributions were factored with jitter added to the diagonal.
-    """
+TORCH_PATH: int = 2
 
-@overload
-def kl_standard_normal(p: Batch, out: Annotated[NDArray[numpy.float32], dict(shape=(None,), order='C', device='cpu')], threads: int = 0, jitter: float = 0.0, memory_budget: int = 0) -> tuple[int, int]: ...
+CONVERT: int = 3
 
-@overload
-def kl_standard_normal(p: Batch, out: Annotated[NDArray[numpy.float64], dict(shape=(None,), order='C', device='cpu')], threads: int = 0, jitter: float = 0.0, memory_budget: int = 0) -> tuple[int, int]:
+def kl(p: object, q: object, threads: int, jitter: float, memory_budget: int, torch_path: object | None, for_grad: bool = False) -> object:
     """
-    out[i] = KL(p_i || N(0, I)). Returns (count, 0): how many p distributions were factored with jitter added to the diagonal.
+    out[...] = KL(p || q) over the broadcast batch; a Status int when not the library's.
     """
 
-@overload
-def pairwise_kl(p: Batch, q: Batch | None, out: Annotated[NDArray[numpy.float32], dict(shape=(None, None), order='C', device='cpu')], threads: int = 0, jitter: float = 0.0, tolerance: float = 0.0, memory_budget: int = 0) -> tuple[int, int]: ...
+def kl_standard_normal(p: object, threads: int, jitter: float, memory_budget: int, torch_path: object | None, for_grad: bool = False) -> object:
+    """out[...] = KL(p || N(0, I)); a Status int when not the library's."""
 
-@overload
-def pairwise_kl(p: Batch, q: Batch | None, out: Annotated[NDArray[numpy.float64], dict(shape=(None, None), order='C', device='cpu')], threads: int = 0, jitter: float = 0.0, tolerance: float = 0.0, memory_budget: int = 0) -> tuple[int, int]:
+def pairwise_kl(p: object, q: object | None, threads: int, jitter: float, tolerance: float, memory_budget: int, torch_path: object | None, for_grad: bool = False) -> object:
     """
-    out[i, j] = KL(p_i || q_j); q = None means q = p. Returns how many p and q distributions were factored with jitter added to the diagonal (q = p: counted as p).
-    """
-
-@overload
-def knn_kl(p: Batch, q: Batch | None, k: int, indices: Annotated[NDArray[numpy.int64], dict(shape=(None, None), order='C', device='cpu')], values: Annotated[NDArray[numpy.float32], dict(shape=(None, None), order='C', device='cpu')], exclude_self: bool = False, threads: int = 0, jitter: float = 0.0, tolerance: float = 0.0, memory_budget: int = 0) -> tuple[int, int]: ...
-
-@overload
-def knn_kl(p: Batch, q: Batch | None, k: int, indices: Annotated[NDArray[numpy.int64], dict(shape=(None, None), order='C', device='cpu')], values: Annotated[NDArray[numpy.float64], dict(shape=(None, None), order='C', device='cpu')], exclude_self: bool = False, threads: int = 0, jitter: float = 0.0, tolerance: float = 0.0, memory_budget: int = 0) -> tuple[int, int]:
-    """
-    The k smallest KL(p_i || q_j) per i, ascending, ties to the lower j. Returns how many p and q distributions were factored with jitter on the diagonal (q = p: counted as p).
+    out[i..., j...] = KL(p_i || q_j); q None: q = p. A Status int when not the library's.
     """
 
-MAPPED_BYTES: int = 1048576
-
-def empty_bytes(nbytes: int) -> Annotated[NDArray[numpy.uint8], dict(shape=(None,))]:
+def knn_kl(p: object, q: object | None, k: int, exclude_self: bool, threads: int, jitter: float, tolerance: float, memory_budget: int, torch_path: object | None, for_grad: bool = False) -> object:
     """
-    Uninitialized uint8 NumPy array of nbytes bytes; from MAPPED_BYTES on, pages mapped for it alone and unmapped when it is freed.
+    (indices, values) of the k smallest KL(p_i || q_j) per i; a Status int when not the library's.
+    """
+
+def addresses(spec: object) -> list:
+    """The data addresses of a spec's arrays as the library reads them."""
+
+def kl_backward(p: object, q: object | None, grad: object, needs: object, threads: int) -> object:
+    """
+    Gradients of sum(grad * kl(p, q)) (q None: N(0, I)) for the arrays flagged in needs, each [*batch, *event]; None for the others.
+    """
+
+def pairwise_kl_backward(p: object, q: object | None, grad: object, needs: object, threads: int) -> object:
+    """
+    Gradients of sum(grad * pairwise_kl(p, q)) (q None: q = p) for the arrays flagged in needs, each [*batch, *event]; None for the others.
     """

@@ -117,12 +117,12 @@ Result exchange_result(const dlpack::ExchangeApi* api, dlpack::DataType dt, int 
       owned->strides[k] = s;
       s *= shape[k];
     }
-    owned->managed = {{dlpack::kMajorVersion, 0},
-                      owned.get(),
-                      free_owned,
-                      0,
-                      {owned->bytes.get(), {dlpack::kCPU, 0}, ndim, dt, owned->shape,
-                       owned->strides, 0}};
+    owned->managed = {
+        {dlpack::kMajorVersion, 0},
+        owned.get(),
+        free_owned,
+        0,
+        {owned->bytes.get(), {dlpack::kCPU, 0}, ndim, dt, owned->shape, owned->strides, 0}};
     managed = &owned.release()->managed;
   } else {
     std::int64_t strides[kMaxDims];
@@ -131,8 +131,8 @@ Result exchange_result(const dlpack::ExchangeApi* api, dlpack::DataType dt, int 
       strides[k] = s;
       s *= shape[k];
     }
-    dlpack::Tensor prototype{nullptr, {dlpack::kCPU, 0}, ndim, dt,
-                             const_cast<std::int64_t*>(shape), strides, 0};
+    dlpack::Tensor prototype{
+        nullptr, {dlpack::kCPU, 0}, ndim, dt, const_cast<std::int64_t*>(shape), strides, 0};
     if (api->managed_tensor_allocator(&prototype, &managed, nullptr, set_error) != 0 || !managed) {
       throw std::bad_alloc();
     }
@@ -224,8 +224,8 @@ Result make_result(const dlpack::ExchangeApi* api, DType dtype, int ndim,
                    const std::int64_t* shape) {
   const bool f64 = dtype == DType::f64;
   if (api) {
-    return exchange_result(
-        api, {dlpack::kFloat, static_cast<std::uint8_t>(f64 ? 64 : 32), 1}, ndim, shape);
+    return exchange_result(api, {dlpack::kFloat, static_cast<std::uint8_t>(f64 ? 64 : 32), 1}, ndim,
+                           shape);
   }
   return f64 ? numpy_result<double>(ndim, shape) : numpy_result<float>(ndim, shape);
 }

@@ -71,7 +71,8 @@ nb::object with_jitter(nb::object out, double jitter, const Jittered& jittered) 
 
 void add_side(Layout& layout, Side& side) {
   for (int k = 0; k < side.count; ++k)
-    side.operand[k] = layout.add(side.arrays[k], side.event_rank[k], itemsize(side.arrays[k].dtype));
+    side.operand[k] =
+        layout.add(side.arrays[k], side.event_rank[k], itemsize(side.arrays[k].dtype));
 }
 
 bool single_axis(Side& side, Layout& layout) {

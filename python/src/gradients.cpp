@@ -130,8 +130,8 @@ nb::object kl_backward_op(nb::handle p, nb::handle q, nb::handle grad, nb::handl
     std::vector<T> buffer;
     const std::span<const T> upstream = contiguous<T>(g, buffer);
     each_slice(layout, [&](std::int64_t s) {
-      const std::span<const T> gs = upstream.subspan(static_cast<std::size_t>(s * n),
-                                                     static_cast<std::size_t>(n));
+      const std::span<const T> gs =
+          upstream.subspan(static_cast<std::size_t>(s * n), static_cast<std::size_t>(n));
       if (call.has_q) {
         kl_backward(view_of<T>(call.p, layout, s, n), view_of<T>(call.q, layout, s, n), gs,
                     spans_at<T>(gp, layout, s, n), spans_at<T>(gq, layout, s, n), options);

@@ -132,9 +132,8 @@ Shape result_shape(const Shape& p_batch, const std::int64_t* tail, int tail_ndim
   return s;
 }
 
-nb::object pairwise_kl_op(nb::handle p, nb::handle q, int threads, double jitter,
-                          double tolerance, std::int64_t budget, nb::handle torch_path,
-                          bool for_grad) {
+nb::object pairwise_kl_op(nb::handle p, nb::handle q, int threads, double jitter, double tolerance,
+                          std::int64_t budget, nb::handle torch_path, bool for_grad) {
   Call call;
   if (const int status = read_call(p, q, torch_path, for_grad, call)) return nb::int_(status);
   AllPairs plan;
@@ -240,8 +239,7 @@ void bind_ops(nb::module_& m) {
         arg("memory_budget"), arg("torch_path").none(), arg("for_grad") = false,
         "out[...] = KL(p || N(0, I)); a Status int when not the library's.");
   m.def("pairwise_kl", &pairwise_kl_op, arg("p"), arg("q").none(), arg("threads"), arg("jitter"),
-        arg("tolerance"), arg("memory_budget"), arg("torch_path").none(),
-        arg("for_grad") = false,
+        arg("tolerance"), arg("memory_budget"), arg("torch_path").none(), arg("for_grad") = false,
         "out[i..., j...] = KL(p_i || q_j); q None: q = p. A Status int when not the library's.");
   m.def("knn_kl", &knn_kl_op, arg("p"), arg("q").none(), arg("k"), arg("exclude_self"),
         arg("threads"), arg("jitter"), arg("tolerance"), arg("memory_budget"),

@@ -92,7 +92,9 @@ Gaussians<T> view_of(const Side& side, const Layout& layout, std::int64_t slice,
                               FullParam::precision_matrix};
     case kPacked:
     case kPackedLogDiagonal:
-      return FullGaussians<T>{mean, {}, FullParam::packed_scale_tril,
+      return FullGaussians<T>{mean,
+                              {},
+                              FullParam::packed_scale_tril,
                               view<T, 2>(side, 1, layout, slice, n),
                               side.code == kPackedLogDiagonal};
     default:
@@ -102,7 +104,6 @@ Gaussians<T> view_of(const Side& side, const Layout& layout, std::int64_t slice,
 }
 
 template Gaussians<float> view_of<float>(const Side&, const Layout&, std::int64_t, std::int64_t);
-template Gaussians<double> view_of<double>(const Side&, const Layout&, std::int64_t,
-                                           std::int64_t);
+template Gaussians<double> view_of<double>(const Side&, const Layout&, std::int64_t, std::int64_t);
 
 }  // namespace gausskl::python

@@ -35,8 +35,8 @@ struct Side {
   std::array<Array, 3> arrays;
   std::array<nb::handle, 3> objects;
   std::array<int, 3> event_rank{};
-  Shape batch;                      // the broadcast of its arrays' batch shapes
-  std::array<int, 3> operand{};     // each array's operand in the call's Layout
+  Shape batch;                   // the broadcast of its arrays' batch shapes
+  std::array<int, 3> operand{};  // each array's operand in the call's Layout
 };
 
 // The event (trailing) axes of array k for a code.
