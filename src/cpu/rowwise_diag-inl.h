@@ -440,7 +440,7 @@ void RowsOf(const Terms& terms, DiagParam pp, DiagParam qp, const DiagGaussians<
     }
     // Every term is >= 0 up to round-off; the clamp only guards the sign of KL.
     const double two_kl = hn::GetLane(hn::SumOfLanes(d, acc));
-    out[i] = 0.5 * std::max(two_kl, 0.0);
+    out[i - lo] = 0.5 * std::max(two_kl, 0.0);
   }
 }
 

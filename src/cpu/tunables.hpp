@@ -95,6 +95,13 @@ inline constexpr std::int64_t kDiagPairsWorkPerThread = std::int64_t{1} << 22;
 // row's terms; a full-covariance batch of 4096 x 32 (45M) keeps both cores.
 inline constexpr std::int64_t kRowwiseWorkPerThread = std::int64_t{1} << 16;
 
+// ---- rowwise_diag (rowwise_diag.hpp): row-wise KL of diagonal batches ----
+
+// Float results of kl_rowwise_diag go through a block of this many doubles on the stack, converted
+// as each block is done (no heap buffer, and the block stays in L1): any size from a few rows up
+// does; 256 is 2 KiB.
+inline constexpr std::int64_t kRowwiseDiagBlock = 256;
+
 // ---- full_gemm (full_gemm.hpp): the GEMM of full-covariance all-pairs KL ----
 
 // Depth of a block of k summed in the 8 lanes before its sum is added to the entry: the error

@@ -44,7 +44,7 @@ std::vector<double> run(RowwiseDiagFn<T> fn, const DiagGaussians<T>& p, const Di
   std::vector<double> out(static_cast<std::size_t>(n), -1.0);
   // Two calls over a split of the rows: results must not depend on it.
   fn(p, q, 0, n / 3, out.data());
-  fn(p, q, n / 3, n, out.data());
+  fn(p, q, n / 3, n, out.data() + n / 3);
   return out;
 }
 
