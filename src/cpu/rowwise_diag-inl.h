@@ -81,26 +81,28 @@ constexpr std::int64_t kChunk = 256;
 
 // e^r - 1 - r for r past kExpm1Max takes the scalar path (the term overflows to inf near
 // r = 709.78, as libm's). Below kExpMin, e^r is far below an ulp of 1 + |r|, and r is clamped
-// there for the exponential so that 2^(k >> 3) stays a normal double (a single exponent field).
+// there for the exponential so that 2^(k >> 4) stays a normal double (a single exponent field).
 // Validated logvars lie within +-691 (variances in [1e-300, 1e300]), so e^logvar and e^-logvar
 // need neither.
 constexpr double kExpm1Max = 700;
 constexpr double kExpMin = -708;
-// ln 2 split so that k * kLn2Hi / 8 is exact for |k| < 2^20 (fdlibm's constants), and 1 / ln 2.
+// ln 2 split so that k * kLn2Hi / 16 is exact for |k| < 2^20 (fdlibm's constants), and 1 / ln 2.
 constexpr double kLn2Hi = 6.93147180369123816490e-01;
 constexpr double kLn2Lo = 1.90821492927058770002e-10;
 constexpr double kInvLn2 = 1.44269504088896338700e+00;
 // Adding 1.5 * 2^52 rounds |y| < 2^51 to an integer, left in the low bits of the sum's pattern.
 constexpr double kRoundMagic = 0x1.8p52;
-// 2^(j / 8) for j = 0..7 (correctly rounded), as bit patterns less j << 49: adding k << 49 to
-// entry k & 7 then adds (k >> 3) to the exponent field (k << 49 = (k >> 3) << 52 + j << 49).
-alignas(64) constexpr std::int64_t kExp2Eighths[8] = {
-    0x3ff0000000000000, 0x3fef72b83c7d517b, 0x3fef06fe0a31b715, 0x3feebfdad5362a27,
-    0x3feea09e667f3bcd, 0x3feeace5422aa0db, 0x3feee89f995ad3ad, 0x3fef5818dcfba487};
-// P(x) = (e^x - 1 - x) / x^2 = 1/2 + x Q(x) on |x| <= ln2 / 16, Q of degree 4 fitted on Chebyshev
-// nodes (mpmath.chebyfit, 200 bits): |P - exact| * x^2 < 2e-17, P(0) = 1/2 exactly.
-constexpr double kExpPoly[5] = {0.16666666666666666, 0.04166666663935574, 0.0083333333302988005,
-                                0.0013889470853208938, 0.00019841916465839968};
+// 2^(j / 16) for j = 0..15 (correctly rounded), as bit patterns less j << 48: adding k << 48 to
+// entry k & 15 then adds k >> 4 to the exponent field (k << 48 = (k >> 4) << 52 + j << 48).
+alignas(64) constexpr std::int64_t kExp2Sixteenths[16] = {
+    0x3ff0000000000000, 0x3fefb5586cf9890f, 0x3fef72b83c7d517b, 0x3fef387a6e756238,
+    0x3fef06fe0a31b715, 0x3feedea64c123422, 0x3feebfdad5362a27, 0x3feeab07dd485429,
+    0x3feea09e667f3bcd, 0x3feea11473eb0187, 0x3feeace5422aa0db, 0x3feec49182a3f090,
+    0x3feee89f995ad3ad, 0x3fef199bdd85529c, 0x3fef5818dcfba487, 0x3fefa4afa2a490da};
+// P(x) = (e^x - 1 - x) / x^2 = 1/2 + x Q(x) on |x| <= ln2 / 32, Q of degree 3 fitted on Chebyshev
+// nodes (mpmath.chebyfit, 200 bits): |P - exact| * x^2 < 6e-17, P(0) = 1/2 exactly.
+constexpr double kExpPoly[4] = {0.16666666666120458, 0.041666666665983905, 0.0083334264462134894,
+                                0.0013889005279856324};
 // log(m) = f - s (f - R(s)) on m in [sqrt(2) / 2, sqrt(2)), f = m - 1, s = f / (m + 1):
 // R(s) = sum_k kLogPoly[k] s^(2k + 2), hwy's LogImpl<double>::LogPoly (musl's log), ~1 ulp.
 constexpr double kLogPoly[7] = {0.6666666666666735130, 0.3999999999940941908, 0.2857142874366239149,
@@ -138,35 +140,37 @@ HWY_INLINE VD LoadTail(DD d, const T* HWY_RESTRICT x, std::size_t count, double 
 #endif
 }
 
-// kExp2Eighths[j] per lane, 0 <= j < 8.
-HWY_INLINE VI Exp2Eighths(DI di, VI j) {
-  if constexpr (hn::MaxLanes(DI()) == 8) {
-    return hn::TableLookupLanes(hn::Load(di, kExp2Eighths), hn::IndicesFromVec(di, j));
-  } else {
-    return hn::GatherIndex(di, kExp2Eighths, j);
-  }
+// kExp2Sixteenths[bits & 15] per lane.
+HWY_INLINE VI Exp2Sixteenths(DI di, VI bits) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  // One two-register permute, which reads the low 4 bits of each index (Highway 1.0 has no
+  // two-table lookup).
+  return VI{_mm512_permutex2var_epi64(hn::Load(di, kExp2Sixteenths).raw, bits.raw,
+                                      hn::Load(di, kExp2Sixteenths + 8).raw)};
+#else
+  return hn::GatherIndex(di, kExp2Sixteenths, hn::And(bits, hn::Set(di, 15)));
+#endif
 }
 
-// e^r = s e^x: s = 2^(k / 8), x = r - k ln2 / 8 with k = round(8 r / ln2); needs
+// e^r = s e^x: s = 2^(k / 16), x = r - k ln2 / 16 with k = round(16 r / ln2); needs
 // kExpMin <= r <= 709.
 struct Split {
   VD s, x;
 };
 HWY_INLINE Split ExpSplit(DD d, VD r) {
   const DI di;
-  const VD rounded = hn::MulAdd(r, hn::Set(d, 8 * kInvLn2), hn::Set(d, kRoundMagic));
+  const VD rounded = hn::MulAdd(r, hn::Set(d, 16 * kInvLn2), hn::Set(d, kRoundMagic));
   const VD k = hn::Sub(rounded, hn::Set(d, kRoundMagic));
-  VD x = hn::NegMulAdd(k, hn::Set(d, kLn2Hi / 8), r);
-  x = hn::NegMulAdd(k, hn::Set(d, kLn2Lo / 8), x);
+  VD x = hn::NegMulAdd(k, hn::Set(d, kLn2Hi / 16), r);
+  x = hn::NegMulAdd(k, hn::Set(d, kLn2Lo / 16), x);
   const VI bits = hn::BitCast(di, rounded);  // k + 2^51 in the low bits
-  const VI table = Exp2Eighths(di, hn::And(bits, hn::Set(di, 7)));
-  return {hn::BitCast(d, hn::Add(table, hn::ShiftLeft<49>(bits))), x};
+  return {hn::BitCast(d, hn::Add(Exp2Sixteenths(di, bits), hn::ShiftLeft<48>(bits))), x};
 }
 
-// x^2 P(x) = e^x - 1 - x on |x| <= ln2 / 16.
+// x^2 P(x) = e^x - 1 - x on |x| <= ln2 / 32.
 HWY_INLINE VD ExpTail(DD d, VD x) {
-  VD q = hn::Set(d, kExpPoly[4]);
-  for (int k = 3; k >= 0; --k)
+  VD q = hn::Set(d, kExpPoly[3]);
+  for (int k = 2; k >= 0; --k)
     q = hn::MulAdd(q, x, hn::Set(d, kExpPoly[k]));
   return hn::Mul(hn::Mul(x, x), hn::MulAdd(q, x, hn::Set(d, 0.5)));
 }
@@ -375,72 +379,124 @@ HWY_INLINE VD TermsAt(DD d, const Terms& terms, const RowPtrs<T>& row, std::int6
   }
 }
 
+// The sums of the lanes of `lanes` row accumulators, row r's at acc + r * lanes, as one vector
+// (lane r: row r's sum). Every row's lanes are added in one fixed order (on 8 lanes:
+// ((l0 + l4) + (l1 + l5)) + ((l2 + l6) + (l3 + l7))), so a row's sum does not depend on the rows
+// it is grouped with: 23 operations for 8 rows, where a horizontal sum per row takes 6 and a
+// move out of the vector.
+HWY_INLINE VD SumRows(DD d, const double* HWY_RESTRICT acc) {
+  constexpr std::size_t kLanes = hn::MaxLanes(DD());
+  const auto row = [&](std::size_t r) { return hn::Load(d, acc + r * kLanes); };
+#if HWY_TARGET == HWY_SCALAR
+  return row(0);
+#else
+  // Rows a and b: [a's halves added | b's halves added].
+  const auto halves = [d](VD a, VD b) {
+    return hn::Add(hn::ConcatLowerLower(d, b, a), hn::ConcatUpperUpper(d, b, a));
+  };
+  // Lanes 2j and 2j + 1 of a and of b added, per 128-bit block: [a's | b's].
+  const auto pairs = [d](VD a, VD b) {
+    return hn::Add(hn::InterleaveLower(d, a, b), hn::InterleaveUpper(d, a, b));
+  };
+  if constexpr (kLanes == 2) {
+    return pairs(row(0), row(1));
+  } else if constexpr (kLanes == 4) {
+    return pairs(halves(row(0), row(2)), halves(row(1), row(3)));
+  } else if constexpr (kLanes == 8) {
+    const VD y1 = pairs(halves(row(0), row(4)), halves(row(1), row(5)));  // blocks 0, 1, 4, 5
+    const VD y2 = pairs(halves(row(2), row(6)), halves(row(3), row(7)));  // blocks 2, 3, 6, 7
+    return hn::OddEvenBlocks(hn::Add(y2, hn::SwapAdjacentBlocks(y2)),
+                             hn::Add(y1, hn::SwapAdjacentBlocks(y1)));
+  } else {
+    HWY_ALIGN double sums[kLanes];
+    for (std::size_t r = 0; r < kLanes; ++r)
+      sums[r] = hn::GetLane(hn::SumOfLanes(d, row(r)));
+    return hn::Load(d, sums);
+  }
+#endif
+}
+
 template <class T, class Terms>
 void RowsOf(const Terms& terms, DiagParam pp, DiagParam qp, const DiagGaussians<T>& p,
             const DiagGaussians<T>* q, std::int64_t lo, std::int64_t hi,
             double* HWY_RESTRICT out) noexcept {
   const DD d;
+  constexpr std::int64_t kLanes = hn::MaxLanes(DD());
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
   const std::int64_t dims = p.mean.shape[1];
   constexpr bool kTwoSided = Terms::kTwoSided;
-  const bool p_once = p.mean.shape[0] == 1, q_once = !kTwoSided || q->mean.shape[0] == 1;
-  const bool contiguous = p.mean.strides[1] == 1 && p.scale.strides[1] == 1 &&
-                          (!kTwoSided || (q->mean.strides[1] == 1 && q->scale.strides[1] == 1));
+  // Row steps of the four arrays (0 for a side with one row, broadcast), column strides.
+  const std::array<const T*, 4> base{p.mean.data, p.scale.data, kTwoSided ? q->mean.data : nullptr,
+                                     kTwoSided ? q->scale.data : nullptr};
+  std::array<std::int64_t, 4> step{p.mean.strides[0], p.scale.strides[0], 0, 0},
+      stride{p.mean.strides[1], p.scale.strides[1], 0, 0};
+  if (p.mean.shape[0] == 1) step[0] = step[1] = 0;
+  if constexpr (kTwoSided) {
+    const bool once = q->mean.shape[0] == 1;
+    step[2] = once ? 0 : q->mean.strides[0], step[3] = once ? 0 : q->scale.strides[0];
+    stride[2] = q->mean.strides[1], stride[3] = q->scale.strides[1];
+  }
+  const bool contiguous =
+      stride[0] == 1 && stride[1] == 1 && (!kTwoSided || (stride[2] == 1 && stride[3] == 1));
   const double pad_p = Neutral(pp), pad_q = Neutral(qp);
+  const std::int64_t whole = dims / lanes * lanes;
 
   HWY_ALIGN T buf[4][kChunk];
   const RowPtrs<T> chunk{buf[0], buf[1], buf[2], buf[3]};
-  // Copies h0 .. h0 + count - 1 of the row into the buffers, padded to whole vectors.
-  const auto gather = [&](const RowPtrs<T>& row, const std::array<std::int64_t, 4>& stride,
-                          std::int64_t h0, std::int64_t count) {
-    const std::int64_t padded = (count + lanes - 1) / lanes * lanes;
-    const T* src[4] = {row.p_mean, row.p_scale, row.q_mean, row.q_scale};
-    const T pad[4] = {T(0), static_cast<T>(pad_p), T(0), static_cast<T>(pad_q)};
-    for (int a = 0; a < (kTwoSided ? 4 : 2); ++a) {
-      for (std::int64_t k = 0; k < count; ++k)
-        buf[a][k] = src[a][(h0 + k) * stride[a]];
-      std::fill(buf[a] + count, buf[a] + padded, pad[a]);
-    }
-    return padded;
-  };
-
-  for (std::int64_t i = lo; i < hi; ++i) {
-    const std::int64_t ip = p_once ? 0 : i, iq = q_once ? 0 : i;
-    RowPtrs<T> row{p.mean.data + ip * p.mean.strides[0], p.scale.data + ip * p.scale.strides[0],
-                   nullptr, nullptr};
-    std::array<std::int64_t, 4> stride{p.mean.strides[1], p.scale.strides[1], 0, 0};
-    if constexpr (kTwoSided) {
-      row.q_mean = q->mean.data + iq * q->mean.strides[0];
-      row.q_scale = q->scale.data + iq * q->scale.strides[0];
-      stride[2] = q->mean.strides[1];
-      stride[3] = q->scale.strides[1];
-    }
+  // The accumulator of row i: its terms summed per lane in h order.
+  const auto row_terms = [&](std::int64_t i) {
+    const RowPtrs<T> row{base[0] + i * step[0], base[1] + i * step[1],
+                         kTwoSided ? base[2] + i * step[2] : nullptr,
+                         kTwoSided ? base[3] + i * step[3] : nullptr};
     VD acc = hn::Zero(d);
     if (contiguous) {
-      std::int64_t h = 0;
-      for (; h + lanes <= dims; h += lanes)
+      for (std::int64_t h = 0; h < whole; h += lanes)
         acc = hn::Add(acc, TermsAt(d, terms, row, h));
-      if (h < dims) {
-        const auto count = static_cast<std::size_t>(dims - h);
-        const VD pm = LoadTail(d, row.p_mean + h, count, 0.0);
-        const VD ps = LoadTail(d, row.p_scale + h, count, pad_p);
+      if (whole < dims) {
+        const auto count = static_cast<std::size_t>(dims - whole);
+        const VD pm = LoadTail(d, row.p_mean + whole, count, 0.0);
+        const VD ps = LoadTail(d, row.p_scale + whole, count, pad_p);
         if constexpr (kTwoSided) {
-          acc = hn::Add(acc, terms(d, pm, ps, LoadTail(d, row.q_mean + h, count, 0.0),
-                                   LoadTail(d, row.q_scale + h, count, pad_q)));
+          acc = hn::Add(acc, terms(d, pm, ps, LoadTail(d, row.q_mean + whole, count, 0.0),
+                                   LoadTail(d, row.q_scale + whole, count, pad_q)));
         } else {
           acc = hn::Add(acc, terms(d, pm, ps, pm, ps));
         }
       }
-    } else {
-      for (std::int64_t h0 = 0; h0 < dims; h0 += kChunk) {
-        const std::int64_t padded = gather(row, stride, h0, std::min(kChunk, dims - h0));
-        for (std::int64_t h = 0; h < padded; h += lanes)
-          acc = hn::Add(acc, TermsAt(d, terms, chunk, h));
-      }
+      return acc;
     }
+    // Strided: chunks gathered into the buffers, padded to whole vectors.
+    const T* src[4] = {row.p_mean, row.p_scale, row.q_mean, row.q_scale};
+    const T pad[4] = {T(0), static_cast<T>(pad_p), T(0), static_cast<T>(pad_q)};
+    for (std::int64_t h0 = 0; h0 < dims; h0 += kChunk) {
+      const std::int64_t count = std::min(kChunk, dims - h0);
+      const std::int64_t padded = (count + lanes - 1) / lanes * lanes;
+      for (int a = 0; a < (kTwoSided ? 4 : 2); ++a) {
+        for (std::int64_t k = 0; k < count; ++k)
+          buf[a][k] = src[a][(h0 + k) * stride[a]];
+        std::fill(buf[a] + count, buf[a] + padded, pad[a]);
+      }
+      for (std::int64_t h = 0; h < padded; h += lanes)
+        acc = hn::Add(acc, TermsAt(d, terms, chunk, h));
+    }
+    return acc;
+  };
+
+  // Rows in groups of `lanes`, a short group padded with zero accumulators.
+  HWY_ALIGN double acc[kLanes * kLanes];
+  HWY_ALIGN double sums[kLanes];
+  for (std::int64_t i0 = lo; i0 < hi; i0 += lanes) {
+    const std::int64_t rows = std::min(lanes, hi - i0);
+    for (std::int64_t r = 0; r < lanes; ++r)
+      hn::Store(r < rows ? row_terms(i0 + r) : hn::Zero(d), d, acc + r * lanes);
     // Every term is >= 0 up to round-off; the clamp only guards the sign of KL.
-    const double two_kl = hn::GetLane(hn::SumOfLanes(d, acc));
-    out[i - lo] = 0.5 * std::max(two_kl, 0.0);
+    const VD half = hn::Mul(hn::Max(SumRows(d, acc), hn::Zero(d)), hn::Set(d, 0.5));
+    if (rows == lanes) {
+      hn::StoreU(half, d, out + (i0 - lo));
+    } else {
+      hn::Store(half, d, sums);
+      std::copy(sums, sums + rows, out + (i0 - lo));
+    }
   }
 }
 
