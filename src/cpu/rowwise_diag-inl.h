@@ -153,32 +153,44 @@ HWY_INLINE VI Exp2Sixteenths(DI di, VI bits) {
 }
 
 // e^r = s e^x: s = 2^(k / 16), x = r - k ln2 / 16 with k = round(16 r / ln2); needs
-// kExpMin <= r <= 709.
+// kExpMin <= r <= 709. kNegated: the split of -r, with y = -x in place of x (no negation of r; the
+// values are those of the split of -r, exactly, since rounding is symmetric).
 struct Split {
   VD s, x;
 };
+template <bool kNegated = false>
 HWY_INLINE Split ExpSplit(DD d, VD r) {
   const DI di;
-  const VD rounded = hn::MulAdd(r, hn::Set(d, 16 * kInvLn2), hn::Set(d, kRoundMagic));
-  const VD k = hn::Sub(rounded, hn::Set(d, kRoundMagic));
-  VD x = hn::NegMulAdd(k, hn::Set(d, kLn2Hi / 16), r);
-  x = hn::NegMulAdd(k, hn::Set(d, kLn2Lo / 16), x);
+  const VD scale = hn::Set(d, 16 * kInvLn2), magic = hn::Set(d, kRoundMagic);
+  const VD rounded = kNegated ? hn::NegMulAdd(r, scale, magic) : hn::MulAdd(r, scale, magic);
+  const VD k = hn::Sub(rounded, magic);
+  const VD hi = hn::Set(d, kLn2Hi / 16), lo = hn::Set(d, kLn2Lo / 16);
+  const VD x = kNegated ? hn::MulAdd(k, lo, hn::MulAdd(k, hi, r))
+                        : hn::NegMulAdd(k, lo, hn::NegMulAdd(k, hi, r));
   const VI bits = hn::BitCast(di, rounded);  // k + 2^51 in the low bits
   return {hn::BitCast(d, hn::Add(Exp2Sixteenths(di, bits), hn::ShiftLeft<48>(bits))), x};
 }
 
-// x^2 P(x) = e^x - 1 - x on |x| <= ln2 / 32.
-HWY_INLINE VD ExpTail(DD d, VD x) {
-  VD q = hn::Set(d, kExpPoly[3]);
-  for (int k = 2; k >= 0; --k)
-    q = hn::MulAdd(q, x, hn::Set(d, kExpPoly[k]));
-  return hn::Mul(hn::Mul(x, x), hn::MulAdd(q, x, hn::Set(d, 0.5)));
+// P(x) = 1/2 + x Q(x), (e^x - 1 - x) / x^2 on |x| <= ln2 / 32; kNegated: P(-x).
+template <bool kNegated = false>
+HWY_INLINE VD ExpPoly(DD d, VD x) {
+  const auto c = [d](int i) {
+    return hn::Set(d, kNegated && i % 2 == 1 ? -kExpPoly[i] : kExpPoly[i]);
+  };
+  VD q = hn::Set(d, kNegated ? -kExpPoly[3] : kExpPoly[3]);
+  for (int i = 2; i >= 0; --i)
+    q = hn::MulAdd(q, x, c(i));
+  return kNegated ? hn::NegMulAdd(q, x, hn::Set(d, 0.5)) : hn::MulAdd(q, x, hn::Set(d, 0.5));
 }
 
-// e^r for |r| <= 709 (e^-logvar of a validated logvar).
+// e^r for |r| <= 709 (e^logvar of a validated logvar); kNegated: e^-r.
+template <bool kNegated = false>
 HWY_INLINE VD ExpOf(DD d, VD r) {
-  const Split e = ExpSplit(d, r);
-  return hn::MulAdd(e.s, hn::Add(e.x, ExpTail(d, e.x)), e.s);
+  const Split e = ExpSplit<kNegated>(d, r);
+  const VD x2 = hn::Mul(e.x, e.x), p = ExpPoly<kNegated>(d, e.x);
+  // s (1 + x + x^2 P(x)); negated, x = -y.
+  const VD expm1 = kNegated ? hn::MulSub(x2, p, e.x) : hn::MulAdd(x2, p, e.x);
+  return hn::MulAdd(e.s, expm1, e.s);
 }
 
 // e^rc - 1 - r with rc = r, or r clamped to kExpMin (then e^rc is invisible beside 1 + |r|);
@@ -186,9 +198,10 @@ HWY_INLINE VD ExpOf(DD d, VD r) {
 HWY_INLINE VD Expm1MinusXOf(DD d, VD rc, VD r) {
   const Split e = ExpSplit(d, rc);
   const VD one = hn::Set(d, 1.0);
-  // s e^x - 1 - r = s (x^2 P) + (s - 1)(1 + x) + (x - r); with k = 0, s = 1 and x = r exactly.
-  const VD rest = hn::MulAdd(hn::Sub(e.s, one), hn::Add(e.x, one), hn::Sub(e.x, r));
-  return hn::MulAdd(e.s, ExpTail(d, e.x), rest);
+  // s e^x - 1 - r = s x^2 P(x) + (s (1 + x) - (1 + r)); with k = 0, s = 1 and x = r exactly, so
+  // the second part is exactly 0 and f = x^2 P(x), accurate relative to itself.
+  const VD rest = hn::MulSub(e.s, hn::Add(e.x, one), hn::Add(r, one));
+  return hn::MulAdd(e.s, hn::Mul(hn::Mul(e.x, e.x), ExpPoly(d, e.x)), rest);
 }
 
 // f(r) = e^r - 1 - r per lane, for any r of two validated log variances (|r| <= 1382).
@@ -256,7 +269,7 @@ HWY_INLINE VD AddMeanTerm(DD d, DiagParam param, VD diff, VD x, VD f) {
     case DiagParam::var:
       return hn::Add(hn::Div(hn::Mul(diff, diff), x), f);
     case DiagParam::logvar:
-      return hn::MulAdd(hn::Mul(diff, diff), ExpOf(d, hn::Neg(x)), f);
+      return hn::MulAdd(hn::Mul(diff, diff), ExpOf<true>(d, x), f);
     case DiagParam::precision:
       return hn::MulAdd(hn::Mul(diff, diff), x, f);
   }
@@ -287,7 +300,7 @@ struct LogvarPair {
   HWY_INLINE VD operator()(DD d, VD p_mean, VD p_lv, VD q_mean, VD q_lv) const {
     const VD diff = hn::Sub(p_mean, q_mean);
     const VD f = Expm1MinusX(d, hn::Sub(p_lv, q_lv));
-    return hn::MulAdd(hn::Mul(diff, diff), ExpOf(d, hn::Neg(q_lv)), f);
+    return hn::MulAdd(hn::Mul(diff, diff), ExpOf<true>(d, q_lv), f);
   }
 };
 
