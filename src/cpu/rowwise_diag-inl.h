@@ -60,6 +60,7 @@
 
 #include "cpu/rowwise_diag.hpp"
 #include "cpu/stable.hpp"
+#include "cpu/tunables.hpp"
 #include "gausskl/types.hpp"
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
@@ -454,29 +455,33 @@ void RowsOf(const Terms& terms, DiagParam pp, DiagParam qp, const DiagGaussians<
   const double pad_p = Neutral(pp), pad_q = Neutral(qp);
   const std::int64_t whole = dims / lanes * lanes;
 
+  const auto row_at = [&](std::int64_t i) {
+    return RowPtrs<T>{base[0] + i * step[0], base[1] + i * step[1],
+                      kTwoSided ? base[2] + i * step[2] : nullptr,
+                      kTwoSided ? base[3] + i * step[3] : nullptr};
+  };
+  // The terms of a contiguous row's last partial vector.
+  const auto tail_terms = [&](const RowPtrs<T>& row) {
+    const auto count = static_cast<std::size_t>(dims - whole);
+    const VD pm = LoadTail(d, row.p_mean + whole, count, 0.0);
+    const VD ps = LoadTail(d, row.p_scale + whole, count, pad_p);
+    if constexpr (kTwoSided) {
+      return terms(d, pm, ps, LoadTail(d, row.q_mean + whole, count, 0.0),
+                   LoadTail(d, row.q_scale + whole, count, pad_q));
+    } else {
+      return terms(d, pm, ps, pm, ps);
+    }
+  };
   HWY_ALIGN T buf[4][kChunk];
   const RowPtrs<T> chunk{buf[0], buf[1], buf[2], buf[3]};
   // The accumulator of row i: its terms summed per lane in h order.
   const auto row_terms = [&](std::int64_t i) {
-    const RowPtrs<T> row{base[0] + i * step[0], base[1] + i * step[1],
-                         kTwoSided ? base[2] + i * step[2] : nullptr,
-                         kTwoSided ? base[3] + i * step[3] : nullptr};
+    const RowPtrs<T> row = row_at(i);
     VD acc = hn::Zero(d);
     if (contiguous) {
       for (std::int64_t h = 0; h < whole; h += lanes)
         acc = hn::Add(acc, TermsAt(d, terms, row, h));
-      if (whole < dims) {
-        const auto count = static_cast<std::size_t>(dims - whole);
-        const VD pm = LoadTail(d, row.p_mean + whole, count, 0.0);
-        const VD ps = LoadTail(d, row.p_scale + whole, count, pad_p);
-        if constexpr (kTwoSided) {
-          acc = hn::Add(acc, terms(d, pm, ps, LoadTail(d, row.q_mean + whole, count, 0.0),
-                                   LoadTail(d, row.q_scale + whole, count, pad_q)));
-        } else {
-          acc = hn::Add(acc, terms(d, pm, ps, pm, ps));
-        }
-      }
-      return acc;
+      return whole < dims ? hn::Add(acc, tail_terms(row)) : acc;
     }
     // Strided: chunks gathered into the buffers, padded to whole vectors.
     const T* src[4] = {row.p_mean, row.p_scale, row.q_mean, row.q_scale};
@@ -494,14 +499,35 @@ void RowsOf(const Terms& terms, DiagParam pp, DiagParam qp, const DiagGaussians<
     }
     return acc;
   };
+  // Short contiguous rows go in pairs, i and i + lanes / 2 side by side (the same sums as one at a
+  // time): twice the independent work between two lane sums (kRowwiseDiagPairMaxD).
+  const std::int64_t half_group = lanes / 2;
+  const bool pairs = contiguous && half_group > 0 && dims <= kRowwiseDiagPairMaxD;
 
   // Rows in groups of `lanes`, a short group padded with zero accumulators.
   HWY_ALIGN double acc[kLanes * kLanes];
   HWY_ALIGN double sums[kLanes];
   for (std::int64_t i0 = lo; i0 < hi; i0 += lanes) {
     const std::int64_t rows = std::min(lanes, hi - i0);
-    for (std::int64_t r = 0; r < lanes; ++r)
-      hn::Store(r < rows ? row_terms(i0 + r) : hn::Zero(d), d, acc + r * lanes);
+    if (pairs && rows == lanes) {
+      for (std::int64_t r = 0; r < half_group; ++r) {
+        const RowPtrs<T> a = row_at(i0 + r), b = row_at(i0 + r + half_group);
+        VD acc_a = hn::Zero(d), acc_b = hn::Zero(d);
+        for (std::int64_t h = 0; h < whole; h += lanes) {
+          acc_a = hn::Add(acc_a, TermsAt(d, terms, a, h));
+          acc_b = hn::Add(acc_b, TermsAt(d, terms, b, h));
+        }
+        if (whole < dims) {
+          acc_a = hn::Add(acc_a, tail_terms(a));
+          acc_b = hn::Add(acc_b, tail_terms(b));
+        }
+        hn::Store(acc_a, d, acc + r * lanes);
+        hn::Store(acc_b, d, acc + (r + half_group) * lanes);
+      }
+    } else {
+      for (std::int64_t r = 0; r < lanes; ++r)
+        hn::Store(r < rows ? row_terms(i0 + r) : hn::Zero(d), d, acc + r * lanes);
+    }
     // Every term is >= 0 up to round-off; the clamp only guards the sign of KL.
     const VD half = hn::Mul(hn::Max(SumRows(d, acc), hn::Zero(d)), hn::Set(d, 0.5));
     if (rows == lanes) {

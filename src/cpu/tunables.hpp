@@ -97,6 +97,15 @@ inline constexpr std::int64_t kRowwiseWorkPerThread = std::int64_t{1} << 16;
 
 // ---- rowwise_diag (rowwise_diag.hpp): row-wise KL of diagonal batches ----
 
+// Rows of at most this many dimensions (contiguous) are computed two at a time, rows i and
+// i + lanes / 2 of a group side by side: a row of D = 32 is four vectors, too little independent
+// work to cover the latency of its exponentials and lane sum. gausskl_bench_rowwise_kernel's
+// cases at N x D = 128K, float, one thread, AVX3 (ns per element, one row at a time -> pairs):
+// logvar || N(0, I) D = 32 0.62 -> 0.56, 64 0.57 -> 0.54, 256 0.52 -> 0.52; logvar || logvar
+// D = 32 1.25 -> 1.19, 64 1.15 -> 1.14, 128 1.10 -> 1.12, 256 1.08 -> 1.11 (registers run out);
+// std || std D = 32 1.43 -> 1.27, 64 1.32 -> 1.27, 256 1.22 -> 1.21.
+inline constexpr std::int64_t kRowwiseDiagPairMaxD = 64;
+
 // Float results of kl_rowwise_diag go through a block of this many doubles on the stack, converted
 // as each block is done (no heap buffer, and the block stays in L1): any size from a few rows up
 // does; 256 is 2 KiB.
