@@ -283,24 +283,37 @@ constexpr double Neutral(DiagParam param) {
 }
 
 // The pairings, each a functor giving the 2 KL terms of a vector of h from the loaded parameters
-// (q's mean and scale are not loaded, and are 0 and 1, when kTwoSided is false).
+// (q's mean and scale are not loaded, and are 0 and 1, when kTwoSided is false). kGuarded: the
+// functor skips a check per vector and leaves in `guard` what RowsOf must check per group of rows
+// instead; a group that fails it is computed again by Checked, whose terms are the same bits
+// wherever the check passes.
 
 // q = N(0, I), p logvar: the VAE term, one exponential.
 struct StandardLogvar {
-  static constexpr bool kTwoSided = false;
-  static constexpr DiagParam kP = DiagParam::logvar, kQ = DiagParam::logvar;
-  HWY_INLINE VD operator()(DD d, VD mean, VD logvar, VD, VD) const {
+  static constexpr bool kTwoSided = false, kGuarded = false;
+  using Checked = StandardLogvar;
+  HWY_INLINE VD operator()(DD d, VD mean, VD logvar, VD, VD, VD&) const {
     return hn::MulAdd(mean, mean, Expm1MinusXOf(d, logvar, logvar));
   }
 };
 
-// p and q logvar: two exponentials.
+// p and q logvar: two exponentials. r = lv_p - lv_q can exceed kExpm1Max (|lv| <= 691 each),
+// which Expm1MinusX checks per vector, at the cost of a compare and a branch (8% of the time of a
+// 128 x 32 call): unchecked, the largest r goes to `guard` for a check per group of rows.
+template <bool kChecked = false>
 struct LogvarPair {
-  static constexpr bool kTwoSided = true;
-  static constexpr DiagParam kP = DiagParam::logvar, kQ = DiagParam::logvar;
-  HWY_INLINE VD operator()(DD d, VD p_mean, VD p_lv, VD q_mean, VD q_lv) const {
+  static constexpr bool kTwoSided = true, kGuarded = !kChecked;
+  using Checked = LogvarPair<true>;
+  HWY_INLINE VD operator()(DD d, VD p_mean, VD p_lv, VD q_mean, VD q_lv, VD& guard) const {
     const VD diff = hn::Sub(p_mean, q_mean);
-    const VD f = Expm1MinusX(d, hn::Sub(p_lv, q_lv));
+    const VD r = hn::Sub(p_lv, q_lv);
+    VD f;
+    if constexpr (kChecked) {
+      f = Expm1MinusX(d, r);
+    } else {
+      guard = hn::Max(guard, r);
+      f = Expm1MinusXOf(d, hn::Max(r, hn::Set(d, kExpMin)), r);
+    }
     return hn::MulAdd(hn::Mul(diff, diff), ExpOf<true>(d, q_lv), f);
   }
 };
@@ -319,9 +332,9 @@ HWY_INLINE VD RatioF(DD d, VD delta, VD u) {
 // q = N(0, I), p stddev, var or precision: no exponential, and no division but R's.
 template <DiagParam P>
 struct StandardRatio {
-  static constexpr bool kTwoSided = false;
-  static constexpr DiagParam kP = P, kQ = P;
-  HWY_INLINE VD operator()(DD d, VD mean, VD scale, VD, VD) const {
+  static constexpr bool kTwoSided = false, kGuarded = false;
+  using Checked = StandardRatio;
+  HWY_INLINE VD operator()(DD d, VD mean, VD scale, VD, VD, VD&) const {
     const VD one = hn::Set(d, 1.0);
     VD f;
     if constexpr (P == DiagParam::precision) {  // u = 1 / precision
@@ -336,9 +349,10 @@ struct StandardRatio {
 
 // The mixed form: each side's log variance from its own parameter.
 struct Mixed {
-  static constexpr bool kTwoSided = true;
+  static constexpr bool kTwoSided = true, kGuarded = false;
+  using Checked = Mixed;
   DiagParam pp, qp;
-  HWY_INLINE VD operator()(DD d, VD p_mean, VD p_scale, VD q_mean, VD q_scale) const {
+  HWY_INLINE VD operator()(DD d, VD p_mean, VD p_scale, VD q_mean, VD q_scale, VD&) const {
     const VD r = hn::Sub(LogVar(d, pp, p_scale), LogVar(d, qp, q_scale));
     return AddMeanTerm(d, qp, hn::Sub(p_mean, q_mean), q_scale, Expm1MinusX(d, r));
   }
@@ -350,9 +364,9 @@ struct Mixed {
 // in the mixed form (kCheckRange).
 template <DiagParam P, bool kCheckRange>
 struct RatioPair {
-  static constexpr bool kTwoSided = true;
-  static constexpr DiagParam kP = P, kQ = P;
-  HWY_INLINE VD operator()(DD d, VD p_mean, VD p_scale, VD q_mean, VD q_scale) const {
+  static constexpr bool kTwoSided = true, kGuarded = false;
+  using Checked = RatioPair;
+  HWY_INLINE VD operator()(DD d, VD p_mean, VD p_scale, VD q_mean, VD q_scale, VD& guard) const {
     constexpr bool kPrecision = P == DiagParam::precision;
     const VD num = kPrecision ? q_scale : p_scale, den = kPrecision ? p_scale : q_scale;
     const VD inv = hn::Div(hn::Set(d, 1.0), den);
@@ -361,7 +375,7 @@ struct RatioPair {
     const auto normal =
         hn::And(hn::Ge(u, hn::Set(d, 0x1p-1022)), hn::Le(u, hn::Set(d, 0x1.fffffffffffffp+1023)));
     if (kCheckRange && HWY_UNLIKELY(!hn::AllTrue(d, normal))) {
-      return Mixed{P, P}(d, p_mean, p_scale, q_mean, q_scale);
+      return Mixed{P, P}(d, p_mean, p_scale, q_mean, q_scale, guard);
     }
     // Equal parameters give delta = 0 exactly, so KL(p || p) is exactly 0.
     const VD f = RatioF<P>(d, hn::Mul(hn::Sub(num, den), inv), u);
@@ -384,12 +398,12 @@ struct RowPtrs {
 };
 
 template <class T, class Terms>
-HWY_INLINE VD TermsAt(DD d, const Terms& terms, const RowPtrs<T>& row, std::int64_t h) {
+HWY_INLINE VD TermsAt(DD d, const Terms& terms, const RowPtrs<T>& row, std::int64_t h, VD& guard) {
   const VD pm = LoadWide(d, row.p_mean + h), ps = LoadWide(d, row.p_scale + h);
   if constexpr (!Terms::kTwoSided) {
-    return terms(d, pm, ps, pm, ps);
+    return terms(d, pm, ps, pm, ps, guard);
   } else {
-    return terms(d, pm, ps, LoadWide(d, row.q_mean + h), LoadWide(d, row.q_scale + h));
+    return terms(d, pm, ps, LoadWide(d, row.q_mean + h), LoadWide(d, row.q_scale + h), guard);
   }
 }
 
@@ -461,27 +475,27 @@ void RowsOf(const Terms& terms, DiagParam pp, DiagParam qp, const DiagGaussians<
                       kTwoSided ? base[3] + i * step[3] : nullptr};
   };
   // The terms of a contiguous row's last partial vector.
-  const auto tail_terms = [&](const RowPtrs<T>& row) {
+  const auto tail_terms = [&](const auto& fn, const RowPtrs<T>& row, VD& guard) {
     const auto count = static_cast<std::size_t>(dims - whole);
     const VD pm = LoadTail(d, row.p_mean + whole, count, 0.0);
     const VD ps = LoadTail(d, row.p_scale + whole, count, pad_p);
     if constexpr (kTwoSided) {
-      return terms(d, pm, ps, LoadTail(d, row.q_mean + whole, count, 0.0),
-                   LoadTail(d, row.q_scale + whole, count, pad_q));
+      return fn(d, pm, ps, LoadTail(d, row.q_mean + whole, count, 0.0),
+                LoadTail(d, row.q_scale + whole, count, pad_q), guard);
     } else {
-      return terms(d, pm, ps, pm, ps);
+      return fn(d, pm, ps, pm, ps, guard);
     }
   };
   HWY_ALIGN T buf[4][kChunk];
   const RowPtrs<T> chunk{buf[0], buf[1], buf[2], buf[3]};
   // The accumulator of row i: its terms summed per lane in h order.
-  const auto row_terms = [&](std::int64_t i) {
+  const auto row_terms = [&](const auto& fn, std::int64_t i, VD& guard) {
     const RowPtrs<T> row = row_at(i);
     VD acc = hn::Zero(d);
     if (contiguous) {
       for (std::int64_t h = 0; h < whole; h += lanes)
-        acc = hn::Add(acc, TermsAt(d, terms, row, h));
-      return whole < dims ? hn::Add(acc, tail_terms(row)) : acc;
+        acc = hn::Add(acc, TermsAt(d, fn, row, h, guard));
+      return whole < dims ? hn::Add(acc, tail_terms(fn, row, guard)) : acc;
     }
     // Strided: chunks gathered into the buffers, padded to whole vectors.
     const T* src[4] = {row.p_mean, row.p_scale, row.q_mean, row.q_scale};
@@ -495,7 +509,7 @@ void RowsOf(const Terms& terms, DiagParam pp, DiagParam qp, const DiagGaussians<
         std::fill(buf[a] + count, buf[a] + padded, pad[a]);
       }
       for (std::int64_t h = 0; h < padded; h += lanes)
-        acc = hn::Add(acc, TermsAt(d, terms, chunk, h));
+        acc = hn::Add(acc, TermsAt(d, fn, chunk, h, guard));
     }
     return acc;
   };
@@ -509,24 +523,32 @@ void RowsOf(const Terms& terms, DiagParam pp, DiagParam qp, const DiagGaussians<
   HWY_ALIGN double sums[kLanes];
   for (std::int64_t i0 = lo; i0 < hi; i0 += lanes) {
     const std::int64_t rows = std::min(lanes, hi - i0);
+    VD guard = hn::Set(d, kExpMin);
     if (pairs && rows == lanes) {
       for (std::int64_t r = 0; r < half_group; ++r) {
         const RowPtrs<T> a = row_at(i0 + r), b = row_at(i0 + r + half_group);
         VD acc_a = hn::Zero(d), acc_b = hn::Zero(d);
         for (std::int64_t h = 0; h < whole; h += lanes) {
-          acc_a = hn::Add(acc_a, TermsAt(d, terms, a, h));
-          acc_b = hn::Add(acc_b, TermsAt(d, terms, b, h));
+          acc_a = hn::Add(acc_a, TermsAt(d, terms, a, h, guard));
+          acc_b = hn::Add(acc_b, TermsAt(d, terms, b, h, guard));
         }
         if (whole < dims) {
-          acc_a = hn::Add(acc_a, tail_terms(a));
-          acc_b = hn::Add(acc_b, tail_terms(b));
+          acc_a = hn::Add(acc_a, tail_terms(terms, a, guard));
+          acc_b = hn::Add(acc_b, tail_terms(terms, b, guard));
         }
         hn::Store(acc_a, d, acc + r * lanes);
         hn::Store(acc_b, d, acc + (r + half_group) * lanes);
       }
     } else {
       for (std::int64_t r = 0; r < lanes; ++r)
-        hn::Store(r < rows ? row_terms(i0 + r) : hn::Zero(d), d, acc + r * lanes);
+        hn::Store(r < rows ? row_terms(terms, i0 + r, guard) : hn::Zero(d), d, acc + r * lanes);
+    }
+    if constexpr (Terms::kGuarded) {
+      if (HWY_UNLIKELY(!hn::AllFalse(d, hn::Gt(guard, hn::Set(d, kExpm1Max))))) {
+        const typename Terms::Checked checked;
+        for (std::int64_t r = 0; r < rows; ++r)
+          hn::Store(row_terms(checked, i0 + r, guard), d, acc + r * lanes);
+      }
     }
     // Every term is >= 0 up to round-off; the clamp only guards the sign of KL.
     const VD half = hn::Mul(hn::Max(SumRows(d, acc), hn::Zero(d)), hn::Set(d, 0.5));
@@ -561,7 +583,7 @@ void Rows(const DiagGaussians<T>& p, const DiagGaussians<T>* q, std::int64_t lo,
   if (pp == qp) {
     switch (pp) {
       case DiagParam::logvar:
-        return RowsOf(LogvarPair{}, pp, qp, p, q, lo, hi, out);
+        return RowsOf(LogvarPair<>{}, pp, qp, p, q, lo, hi, out);
       case DiagParam::stddev:
         return RowsOf(RatioPair<DiagParam::stddev, kDouble>{}, pp, qp, p, q, lo, hi, out);
       case DiagParam::var:
