@@ -2,44 +2,43 @@
 // rowwise_diag.cpp.
 //
 // Design: h is the lane dimension and every lane is a double (float input is widened on load, as
-// everywhere in the library); one vector accumulator per row, summed across lanes at the end of
-// the row. The row loop is instantiated per pairing of parameterizations (RowsOf below), so the
-// inner loop has no branch on them. Per vector of h, with rho = v / w the variance ratio and
-// r = log rho:
+// everywhere in the library); one vector accumulator per row. The row loop is instantiated per
+// pairing of parameterizations (RowsOf), so the inner loop has no branch on them. Per vector of
+// h, with rho = v / w the variance ratio and r = log rho:
 //   term = (mu - nu)^2 lam + f,   f = rho - 1 - log rho = e^r - 1 - r >= 0,   lam = 1 / w
 // computed as
-//   * q = N(0, I), p logvar (the VAE term): f(logvar) by Expm1MinusX, lam = 1: one exponential;
-//   * both logvar: f(lv_p - lv_q) by Expm1MinusX and lam = e^-lv_q (ExpOf): two exponentials;
-//   * both stddev, both var or both precision (and those against N(0, I)): no exponential at
-//     all. With u = the ratio of the parameters (s_p / s_q, v_p / v_q, prec_q / prec_p) and
-//     delta = u - 1 (from the difference of the parameters, not from u): f = h(delta) for var
-//     and precision, f = delta^2 + 2 h(delta) for stddev (rho = u^2), h(delta) = delta -
-//     log1p(delta) >= 0 (DeltaMinusLog1p). Both parts are >= 0, so nothing cancels near p = q;
-//   * any other pairing: each side's log variance (Log of its parameter), f by Expm1MinusX, lam
-//     by a division or ExpOf.
-// Rows are read in place: a contiguous row is loaded directly, its last partial vector by a
-// masked load (AVX2 and up) or through a small buffer; a strided row is gathered chunk by chunk
-// into buffers. Lanes past the row hold a neutral Gaussian (mean 0, variance 1) whose terms are
-// exactly 0, so every h lands in the same lane either way and strided input gives the same bits.
+//   * q = N(0, I), p logvar (the VAE term): f(logvar) by Expm1MinusXOf, lam = 1: one exponential;
+//   * both logvar: f(lv_p - lv_q) and lam = e^-lv_q (ExpOf): two exponentials;
+//   * both stddev, both var or both precision (and those against N(0, I)): no exponential. With
+//     u the ratio of the parameters (s_p / s_q, v_p / v_q, prec_q / prec_p) and delta = u - 1
+//     (from the difference of the parameters, not from u): f = h(delta) for var and precision,
+//     f = delta^2 + 2 h(delta) for stddev (rho = u^2), h(delta) = delta - log1p(delta) >= 0
+//     (DeltaMinusLog1p); both parts are >= 0, so nothing cancels near p = q;
+//   * any other pairing: each side's log variance (Log of its parameter), f by Expm1MinusX.
+// Rows go in groups of one vector's lanes, rows of D <= kRowwiseDiagPairMaxD two at a time, and
+// a group's lane sums are reduced together (SumRows) in one fixed order per row, so a row's bits
+// do not depend on its group (nor on the thread split). Rows are read in place: a contiguous row
+// directly, its last partial vector by a masked load (AVX2 and up) or through a small buffer; a
+// strided row gathered chunk by chunk into buffers. Lanes past the row hold a neutral Gaussian
+// (mean 0, variance 1) whose terms are exactly 0, so strided input gives the same bits.
 //
-// Exponentials (ExpSplit): r = k ln2 / 8 + x with k = round(8 r / ln2), |x| <= ln2 / 16; e^r =
-// s e^x with s = 2^(k / 8) from an 8-entry table (one permute on AVX3, a gather below) whose
-// exponent takes k >> 3, and e^x = 1 + x + x^2 P(x), P of degree 5 (minimax; |error| < 2e-17 of
-// e^x). Then e^r - 1 - r = s x^2 P + (s - 1)(1 + x) + (x - r): for |r| < ln2 / 16 (k = 0) this is
-// x^2 P(r) alone, accurate relative to f however small r is and exactly 0 at r = 0; beyond, the
-// last two parts cancel to f >= 9e-4, so f is within a few ulp of 1 + |r| (a few 1e-13 relative
-// to f at worst, 1e-16 relative to the KL + 1 the library promises). h(delta) is Highway's Log
+// Exponentials (ExpSplit): r = k ln2 / 16 + x with k = round(16 r / ln2), |x| <= ln2 / 32; e^r =
+// s e^x with s = 2^(k / 16) from a 16-entry table (one two-register permute on AVX3, a gather
+// below) whose exponent field takes k >> 4, and e^x = 1 + x + x^2 P(x), P of degree 4 (fitted;
+// error < 6e-17 of e^x). Then e^r - 1 - r = s x^2 P(x) + (s (1 + x) - (1 + r)): for |r| < ln2 / 32
+// (k = 0) the second part is exactly 0, so f is accurate relative to itself however small r is,
+// and exactly 0 at r = 0; beyond, f >= 2e-4 is within a few ulp of 1 + |r| (up to ~1e-12
+// relative to f; the library promises accuracy relative to KL + 1). h(delta) is Highway's Log
 // reduction (musl's log: u = 2^k m, s = (m - 1) / (m + 1), its polynomial R(s)) rearranged as
-// h = (delta - (m - 1) - k ln2) + s (m - 1 - R(s)) with m - 1 replaced by delta itself when
-// k = 0, where the first part vanishes: h = s (delta - R(s)) ~ delta^2 / 2, relative accuracy.
+// h = (delta - (m - 1) - k ln2) + s (m - 1 - R(s)), with delta itself for m - 1 when k = 0:
+// then the first part is 0 and h = s (delta - R(s)) ~ delta^2 / 2, accurate relative to itself.
 //
-// Why this shape (AVX3 on an AMD EPYC with double-pumped AVX-512, one thread, min of repeats,
-// gausskl_bench_rowwise_kernel and tunables.hpp): a 512-bit operation takes one of the two FMA
-// pipes or two of the four vector pipes for two cycles, so the cost is the count of vector
-// operations per 8 elements, FMAs above all. The previous kernel (one Expm1 polynomial of degree
-// 11 on |x| <= ln2 / 2, two scale factors, a branch on the parameterization per vector, Log and
-// Exp per side) took 1.25 (logvar || N(0, I)), 2.7 (logvar || logvar) and 3.5 ns (stddev ||
-// stddev) per element; the numbers of this one are in rowwise_diag.hpp.
+// Why this shape: on the AVX-512 machine of tunables.hpp a 512-bit operation issues at about one
+// a cycle whatever it is (FMAs, converts, permutes, integer operations alike; a division takes
+// nine), and the kernels are bound by that count, not by memory: 16 table entries instead of a
+// longer polynomial, no branch or compare per vector (logvar pairs check their range per group of
+// rows instead), one division at most per log, and two short rows interleaved so that their
+// latencies overlap. The measurements are in tunables.hpp and the commits that made each change.
 //
 // Accuracy (double lanes): against the long-double reference (tests/cpu/rowwise_diag_test.cpp),
 // max |got - ref| / (|ref| + 1) ~ 4e-15 for float and double input.
