@@ -26,12 +26,13 @@
 // s e^x with s = 2^(k / 16) from a 16-entry table (one two-register permute on AVX3, a gather
 // below) whose exponent field takes k >> 4, and e^x = 1 + x + x^2 P(x), P of degree 4 (fitted;
 // error < 6e-17 of e^x). Then e^r - 1 - r = s x^2 P(x) + (s (1 + x) - (1 + r)): for |r| < ln2 / 32
-// (k = 0) the second part is exactly 0, so f is accurate relative to itself however small r is,
-// and exactly 0 at r = 0; beyond, f >= 2e-4 is within a few ulp of 1 + |r| (up to ~1e-12
-// relative to f; the library promises accuracy relative to KL + 1). h(delta) is Highway's Log
-// reduction (musl's log: u = 2^k m, s = (m - 1) / (m + 1), its polynomial R(s)) rearranged as
-// h = (delta - (m - 1) - k ln2) + s (m - 1 - R(s)), with delta itself for m - 1 when k = 0:
-// then the first part is 0 and h = s (delta - R(s)) ~ delta^2 / 2, accurate relative to itself.
+// (k = 0) the second part is exactly 0, so f = x^2 P(x) is exactly 0 at r = 0 and accurate
+// relative to itself as r -> 0 (P's error falls as r^4: 2e-13 of f at |r| = ln2 / 32, a few ulp
+// below |r| ~ 1e-3); beyond, f >= 2e-4 is within about 2 ulp of 1 + f (up to 7e-13 of f; the
+// library promises accuracy relative to KL + 1). h(delta) is Highway's Log reduction (musl's
+// log: u = 2^k m, s = (m - 1) / (m + 1), its polynomial R(s)) rearranged as h = (delta - (m - 1)
+// - k ln2) + s (m - 1 - R(s)), with delta itself for m - 1 when k = 0: then the first part is 0
+// and h = s (delta - R(s)) ~ delta^2 / 2, accurate relative to itself (within 1e-15 of h).
 //
 // Why this shape: on the AVX-512 machine of tunables.hpp a 512-bit operation issues at about one
 // a cycle whatever it is (FMAs, converts, permutes, integer operations alike; a division takes
