@@ -1,4 +1,6 @@
-// Row-wise KL, out[i] = KL(p_i || q_i), for each family, float and double.
+// Row-wise KL, out[i] = KL(p_i || q_i), for each family, float and double, and its gradients
+// (kl_backward, kl_standard_normal_backward: BM_backward_*, each next to the forward of the same
+// shape, so that the ratio backward / forward reads off directly).
 //
 // BM_naive_diag is the floor to read the diagonal results against: the textbook formula in a
 // plain loop over rows and dimensions, single-threaded, as users write it by hand. Compare
@@ -10,10 +12,12 @@
 #include <cstdint>
 #include <random>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "bench_data.hpp"
 #include "gausskl/gausskl.hpp"
+#include "gausskl/gradients.hpp"
 
 namespace {
 
@@ -135,6 +139,32 @@ void BM_kl_full(benchmark::State& state) {
   run<T>(state, view(mp, lp), view(mq, lq), 1);
 }
 
+// The same factors as BM_kl_full packed row by row with log diagonals (seed 001's form).
+template <class T>
+void BM_kl_full_packed_log(benchmark::State& state) {
+  const std::int64_t n = state.range(0), d = state.range(1), k = d * (d + 1) / 2;
+  const std::vector<T> mp = random<T>(n * d, -2, 2, 1), mq = random<T>(n * d, -2, 2, 2);
+  const auto pack = [&](const std::vector<T>& tril) {
+    std::vector<T> out;
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t r = 0; r < d; ++r)
+        for (std::int64_t c = 0; c <= r; ++c) {
+          const T x = tril[(i * d + r) * d + c];
+          out.push_back(c == r ? std::log(x) : x);
+        }
+    return out;
+  };
+  const std::vector<T> lp = pack(random_tril<T>(n, d, 3)), lq = pack(random_tril<T>(n, d, 5));
+  const auto view = [&](const std::vector<T>& mean, const std::vector<T>& packed) {
+    return gausskl::FullGaussians<T>{gausskl::contiguous<T, 2>(mean.data(), {n, d}),
+                                     {},
+                                     gausskl::FullParam::packed_scale_tril,
+                                     gausskl::contiguous<T, 2>(packed.data(), {n, k}),
+                                     true};
+  };
+  run<T>(state, view(mp, lp), view(mq, lq), 1);
+}
+
 template <class T>
 void BM_kl_lowrank(benchmark::State& state) {
   const std::int64_t d = state.range(0), r = state.range(1);
@@ -151,6 +181,100 @@ void BM_kl_lowrank(benchmark::State& state) {
   run<T>(state, view(p), view(q), 1);
 }
 
+// The VAE KL term at a given batch: kl_standard_normal of N(mu, diag(exp(logvar))) (forward) and
+// the gradients of sum_i grad_i KL_i with respect to mu and logvar (backward).
+template <class T>
+struct Vae {
+  std::int64_t n, d;
+  std::vector<T> mean, logvar;
+  gausskl::DiagGaussians<T> view() const {
+    return {gausskl::contiguous<T, 2>(mean.data(), {n, d}),
+            gausskl::contiguous<T, 2>(logvar.data(), {n, d}), gausskl::DiagParam::logvar};
+  }
+};
+
+template <class T>
+Vae<T> vae(std::int64_t n, std::int64_t d) {
+  return {n, d, random<T>(n * d, -2, 2, 1), random<T>(n * d, -3, 1, 2)};
+}
+
+template <class T>
+void BM_vae_forward(benchmark::State& state) {
+  const Vae<T> v = vae<T>(state.range(0), state.range(1));
+  std::vector<T> out(static_cast<std::size_t>(v.n));
+  const gausskl::Options options{.threads = static_cast<int>(state.range(2))};
+  for (auto _ : state) {
+    gausskl::kl_standard_normal(gausskl::Gaussians<T>(v.view()), std::span<T>(out), options);
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  count_elements(state, v.n * v.d);
+}
+
+template <class T>
+void BM_vae_backward(benchmark::State& state) {
+  const Vae<T> v = vae<T>(state.range(0), state.range(1));
+  const std::vector<T> grad = random<T>(v.n, 0.5, 1.5, 3);
+  std::vector<T> d_mean(v.mean.size()), d_logvar(v.logvar.size());
+  const gausskl::Gradients<T> dp{d_mean, d_logvar};
+  const gausskl::Options options{.threads = static_cast<int>(state.range(2))};
+  for (auto _ : state) {
+    gausskl::kl_standard_normal_backward(gausskl::Gaussians<T>(v.view()), grad, dp, options);
+    benchmark::DoNotOptimize(d_mean.data());
+    benchmark::DoNotOptimize(d_logvar.data());
+    benchmark::ClobberMemory();
+  }
+  count_elements(state, v.n * v.d);
+}
+
+// Diagonal p and q given by std, every gradient of both sides (kl_backward), against BM_kl_diag.
+template <class T>
+void BM_backward_diag(benchmark::State& state) {
+  const std::int64_t d = state.range(0);
+  const Side<T> p = diag_side<T>(kRows, d, 1), q = diag_side<T>(kRows, d, 3);
+  const std::vector<T> grad = random<T>(kRows, 0.5, 1.5, 5);
+  std::vector<T> g[4];
+  for (auto& v : g)
+    v.resize(static_cast<std::size_t>(kRows * d));
+  const gausskl::Gradients<T> dp{g[0], g[1]}, dq{g[2], g[3]};
+  const gausskl::Options options{.threads = static_cast<int>(state.range(1))};
+  const gausskl::Gaussians<T> pg(diag_view(p, kRows, d)), qg(diag_view(q, kRows, d));
+  for (auto _ : state) {
+    gausskl::kl_backward(pg, qg, grad, dp, dq, options);
+    benchmark::DoNotOptimize(g[0].data());
+    benchmark::ClobberMemory();
+  }
+  count_elements(state, kRows * d);
+}
+
+// Full p and q given by scale_tril: every gradient of both sides (all:1) or p's only (all:0),
+// one thread or all (threads:0), against BM_kl_full.
+template <class T>
+void BM_backward_full(benchmark::State& state) {
+  const std::int64_t n = state.range(0), d = state.range(1);
+  const bool both = state.range(2) != 0;
+  const std::vector<T> mp = random<T>(n * d, -2, 2, 1), mq = random<T>(n * d, -2, 2, 2);
+  const std::vector<T> lp = random_tril<T>(n, d, 3), lq = random_tril<T>(n, d, 5);
+  const auto view = [&](const std::vector<T>& mean, const std::vector<T>& tril) {
+    return gausskl::FullGaussians<T>{gausskl::contiguous<T, 2>(mean.data(), {n, d}),
+                                     gausskl::contiguous<T, 3>(tril.data(), {n, d, d}),
+                                     gausskl::FullParam::scale_tril};
+  };
+  const std::vector<T> grad = random<T>(n, 0.5, 1.5, 7);
+  std::vector<T> g_mp(mp.size()), g_lp(lp.size()), g_mq(mq.size()), g_lq(lq.size());
+  const gausskl::Gradients<T> dp{g_mp, g_lp};
+  const gausskl::Gradients<T> dq =
+      both ? gausskl::Gradients<T>{g_mq, g_lq} : gausskl::Gradients<T>{};
+  const gausskl::Options options{.threads = static_cast<int>(state.range(3))};
+  const gausskl::Gaussians<T> pg(view(mp, lp)), qg(view(mq, lq));
+  for (auto _ : state) {
+    gausskl::kl_backward(pg, qg, grad, dp, dq, options);
+    benchmark::DoNotOptimize(g_lp.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+}
+
 // Real time, not CPU time: with threads:0 the work runs on threads the CPU timer does not see.
 void naive_args(benchmark::internal::Benchmark* b) {
   b->ArgName("D")->Arg(64)->Arg(256)->Arg(1024)->UseRealTime();
@@ -165,7 +289,32 @@ void diag_args(benchmark::internal::Benchmark* b) {
 }
 
 void full_args(benchmark::internal::Benchmark* b) {
-  b->ArgNames({"N", "D"})->Args({5, 3})->Args({kRows, 32})->UseRealTime();
+  b->ArgNames({"N", "D"})->Args({5, 3})->Args({256, 16})->Args({kRows, 32})->UseRealTime();
+}
+
+void vae_args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"N", "D", "threads"})->UseRealTime();
+  for (const auto& [n, d] : {std::pair{128, 32}, std::pair{4096, 256}}) {
+    for (int threads : {1, 0})
+      b->Args({n, d, threads});
+  }
+}
+
+void backward_diag_args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"D", "threads"})->UseRealTime();
+  for (int d : {32, 256}) {
+    for (int threads : {1, 0})
+      b->Args({d, threads});
+  }
+}
+
+void backward_full_args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"N", "D", "all", "threads"})->UseRealTime();
+  for (const auto& [n, d] : {std::pair{5, 3}, std::pair{256, 16}, std::pair{int{kRows}, 32}}) {
+    for (int all : {1, 0})
+      for (int threads : {1, 0})
+        b->Args({n, d, all, threads});
+  }
 }
 
 void lowrank_args(benchmark::internal::Benchmark* b) {
@@ -182,5 +331,13 @@ BENCHMARK_TEMPLATE(BM_kl_standard_normal_logvar, float)->Apply(diag_args);
 BENCHMARK_TEMPLATE(BM_kl_standard_normal_logvar, double)->Apply(diag_args);
 BENCHMARK_TEMPLATE(BM_kl_full, float)->Apply(full_args);
 BENCHMARK_TEMPLATE(BM_kl_full, double)->Apply(full_args);
+BENCHMARK_TEMPLATE(BM_kl_full_packed_log, float)->Apply(full_args);
+BENCHMARK_TEMPLATE(BM_kl_full_packed_log, double)->Apply(full_args);
+BENCHMARK_TEMPLATE(BM_vae_forward, float)->Apply(vae_args);
+BENCHMARK_TEMPLATE(BM_vae_backward, float)->Apply(vae_args);
+BENCHMARK_TEMPLATE(BM_backward_diag, float)->Apply(backward_diag_args);
+BENCHMARK_TEMPLATE(BM_backward_diag, double)->Apply(backward_diag_args);
+BENCHMARK_TEMPLATE(BM_backward_full, float)->Apply(backward_full_args);
+BENCHMARK_TEMPLATE(BM_backward_full, double)->Apply(backward_full_args);
 BENCHMARK_TEMPLATE(BM_kl_lowrank, float)->Apply(lowrank_args);
 BENCHMARK_TEMPLATE(BM_kl_lowrank, double)->Apply(lowrank_args);

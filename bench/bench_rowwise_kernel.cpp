@@ -4,13 +4,15 @@
 // (i, h); D = 32 is the VAE's. Cases: stddev || stddev (data as bench_rowwise's BM_kl_diag),
 // logvar || N(0, I) (the VAE term), logvar || logvar (a VAE with a learned prior), and
 // near-duplicates (stddev q = p (1 + 1e-6 u): every |r| is small).
-// Also the row-wise scale_tril kernel (src/cpu/rowwise_full.hpp), D = 32, with N = 128 pairs (the
+// Also the row-wise factor kernel (src/cpu/rowwise_full.hpp), D = 32, with N = 128 pairs (the
 // factors stay in L2) and N = 4096 (33 MB of float factors, streamed from L3); per_pair is the
-// time per row.
+// time per row. Factors as scale_tril, and packed_scale_tril (the same factors) without and with
+// log diagonals (`packed`, `packed_log`).
 // Run with --benchmark_repetitions=5 and read the min rows (the machine is shared).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -83,17 +85,41 @@ std::vector<T> factors(std::int64_t n, std::int64_t d, std::uint64_t seed) {
   return l;
 }
 
+// The lower triangles of n factors row by row, the diagonal as log L_rr with log_diagonal.
 template <class T>
-void BM_rowwise_full(benchmark::State& state, std::int64_t target) {
+std::vector<T> packed(const std::vector<T>& l, std::int64_t n, std::int64_t d, bool log_diagonal) {
+  std::vector<T> out;
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t r = 0; r < d; ++r)
+      for (std::int64_t c = 0; c <= r; ++c) {
+        const T x = l[(i * d + r) * d + c];
+        out.push_back(c == r && log_diagonal ? std::log(x) : x);
+      }
+  return out;
+}
+
+enum class Form { scale_tril, packed, packed_log };
+
+template <class T>
+void BM_rowwise_full(benchmark::State& state, std::int64_t target, Form form) {
   const std::int64_t n = state.range(0), d = state.range(1);
   const std::vector<T> mp = random<T>(n * d, -2, 2, 1), mq = random<T>(n * d, -2, 2, 3);
   const std::vector<T> lp = factors<T>(n, d, 5), lq = factors<T>(n, d, 7);
-  const gausskl::FullGaussians<T> p{gausskl::contiguous<T, 2>(mp.data(), {n, d}),
-                                    gausskl::contiguous<T, 3>(lp.data(), {n, d, d}),
-                                    gausskl::FullParam::scale_tril};
-  const gausskl::FullGaussians<T> q{gausskl::contiguous<T, 2>(mq.data(), {n, d}),
-                                    gausskl::contiguous<T, 3>(lq.data(), {n, d, d}),
-                                    gausskl::FullParam::scale_tril};
+  const bool log_diagonal = form == Form::packed_log;
+  const std::vector<T> pp = packed(lp, n, d, log_diagonal), pq = packed(lq, n, d, log_diagonal);
+  const auto view = [&](const std::vector<T>& mean, const std::vector<T>& tril,
+                        const std::vector<T>& pack) -> gausskl::FullGaussians<T> {
+    const auto m = gausskl::contiguous<T, 2>(mean.data(), {n, d});
+    if (form == Form::scale_tril) {
+      return {m, gausskl::contiguous<T, 3>(tril.data(), {n, d, d}), gausskl::FullParam::scale_tril};
+    }
+    return {m,
+            {},
+            gausskl::FullParam::packed_scale_tril,
+            gausskl::contiguous<T, 2>(pack.data(), {n, d * (d + 1) / 2}),
+            log_diagonal};
+  };
+  const gausskl::FullGaussians<T> p = view(mp, lp, pp), q = view(mq, lq, pq);
   const auto scratch =
       hwy::AllocateAligned<double>(static_cast<std::size_t>(gausskl::cpu::rowwise_full_scratch(d)));
   std::vector<double> out(static_cast<std::size_t>(n));
@@ -127,11 +153,16 @@ void register_all() {
       }
     }
     if (!target) continue;
-    for (auto* bm : {benchmark::RegisterBenchmark(("BM_rowwise_full<float>/" + tname).c_str(),
-                                                  BM_rowwise_full<float>, target),
-                     benchmark::RegisterBenchmark(("BM_rowwise_full<double>/" + tname).c_str(),
-                                                  BM_rowwise_full<double>, target)}) {
-      bm->ArgNames({"N", "D"})->Args({128, 32})->Args({4096, 32})->UseRealTime();
+    for (const auto& [form, fname] :
+         {std::pair{Form::scale_tril, ""}, std::pair{Form::packed, "packed/"},
+          std::pair{Form::packed_log, "packed_log/"}}) {
+      const std::string suffix = std::string("/") + fname + tname;
+      for (auto* bm : {benchmark::RegisterBenchmark(("BM_rowwise_full<float>" + suffix).c_str(),
+                                                    BM_rowwise_full<float>, target, form),
+                       benchmark::RegisterBenchmark(("BM_rowwise_full<double>" + suffix).c_str(),
+                                                    BM_rowwise_full<double>, target, form)}) {
+        bm->ArgNames({"N", "D"})->Args({128, 32})->Args({4096, 32})->UseRealTime();
+      }
     }
   }
 }

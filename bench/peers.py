@@ -53,6 +53,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import seeds  # noqa: E402  (bench/seeds.py: the seeds' own cases)
 GIB = 1 << 30
 MIB = 1 << 20
 
@@ -389,9 +391,27 @@ def run_timed(call, quick: bool):
     return out, times, len(times)
 
 
+def seeds_job(job: dict, quick: bool):
+    """A seeds case (bench/seeds.py): warm-up on tiny inputs, then the minimum time per call."""
+    case, method = job["size"][0], job["method"]
+    pick = {"theirs": 0, "gausskl": 1, "lower": 2}[method]
+    warm = seeds.build(case, tiny=True)[pick]
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < (0.05 if quick else 0.3):
+        warm()
+    fn = seeds.build(case)[pick]
+    best, calls = seeds.time_calls(fn, 0.3 if quick else 2.0)
+    res = dict(job, time=best, reps=calls, mem=0, mem_method="-")
+    if method == "gausskl":
+        res["check"] = seeds.check(case)
+    return res, None
+
+
 def worker_job(job: dict, quick: bool) -> dict:
     import numpy as np
     kind, method, size = job["kind"], job["method"], tuple(job["size"])
+    if kind == "seeds":
+        return seeds_job(job, quick)
     res = dict(job)
     # Warm-up on tiny inputs: library initialisation (thread pools, BLAS buffers, dispatch).
     _, tiny = build_inputs(kind, tiny_size(kind, size))
@@ -459,6 +479,13 @@ def plan(quick: bool):
         jobs += [dict(kind="fullpair", method=m, size=s) for m in FULLPAIR_METHODS]
     for s in acc:
         jobs += [dict(kind="acc", method=m, size=s) for m in ACC_METHODS]
+    for case, (_, peer, _) in seeds.CASES.items():
+        if quick and case.startswith("000_b1024"):
+            continue
+        methods = ["gausskl"] + (["theirs"] if peer else [])
+        if case == "000_b1024" or case == "000_b100":
+            methods.append("lower")
+        jobs += [dict(kind="seeds", method=m, size=[case]) for m in methods]
     return jobs
 
 
@@ -871,6 +898,80 @@ def plots(results, plot_dir):
     return names
 
 
+def results_cpp(results) -> dict:
+    for r in results:
+        if r.get("kind") == "cpp":
+            return r["times"]
+    return {}
+
+
+def cpp_calls(path: str, quick: bool) -> dict:
+    """Times of the seeds' calls from C++ (bench/bench_calls.cpp): name -> min real time (s)
+    over repetitions; empty when the program is not built (make bench builds it)."""
+    if not path or not os.path.exists(path):
+        return {}
+    cmd = [path, "--benchmark_format=json", f"--benchmark_min_time={0.05 if quick else 0.5}",
+           f"--benchmark_repetitions={2 if quick else 5}"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    best = {}
+    for b in json.loads(proc.stdout).get("benchmarks", []):
+        if b.get("run_type") != "iteration":
+            continue
+        scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b.get("time_unit", "ns")]
+        name = b["run_name"]
+        best[name] = min(best.get(name, math.inf), b["real_time"] * scale)
+    return best
+
+
+def seeds_table(results, cpp):
+    idx = index(results)
+    lines = ["| case | their code | time | gausskl | speed-up | gausskl from C++ | Python layer "
+             "| check err |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for case, (label, peer, _) in seeds.CASES.items():
+        g = idx.get(("seeds", "gausskl", (case,)))
+        if g is None:
+            continue
+        th = idx.get(("seeds", "theirs", (case,)))
+        sp = th["time"] / g["time"] if th and "time" in th and "time" in g else None
+        c = cpp.get(seeds.CPP.get(case, ""))
+        layer = g["time"] - c if c is not None and "time" in g else None
+        lines.append(f"| {label} | {peer or '-'} | {cell_time(th)} | {cell_time(g)} | "
+                     f"{fmt_ratio(sp)} | {fmt_time(c)} | "
+                     f"{'-' if layer is None else ('+' if layer >= 0 else '') + fmt_time(layer)} "
+                     f"| {fmt_check(g)} |")
+    low = idx.get(("seeds", "lower", ("000_b1024",)))
+    if low and "time" in low:
+        lines.append(f"| seed 000, B = 1024: one float64 [B, 512] x [512, B] matmul in torch "
+                     f"(the work an exact method needs) | | | {fmt_time(low['time'])} | | | | |")
+    low = idx.get(("seeds", "lower", ("000_b100",)))
+    if low and "time" in low:
+        lines.append(f"| seed 000, B = 100: the same matmul | | | {fmt_time(low['time'])} "
+                     "| | | | |")
+    return "\n".join(lines)
+
+
+def seeds_targets(results, cpp):
+    idx = index(results)
+    rows = []
+    for case, bar, text in seeds.TARGETS:
+        g, th = idx.get(("seeds", "gausskl", (case,)), {}), idx.get(("seeds", "theirs", (case,)),
+                                                                    {})
+        sp = th["time"] / g["time"] if "time" in g and "time" in th else None
+        rows.append((f"{seeds.CASES[case][0]}: {text}",
+                     f"{fmt_ratio(sp)} ({fmt_time(th['time'])} vs {fmt_time(g['time'])})"
+                     if sp else "not measured", "—" if sp is None else
+                     ("met" if sp >= bar else "**missed**")))
+    for case in ("tiny_numpy_built", "tiny_torch_built", "tiny8_numpy_built",
+                 "tiny8_torch_built"):
+        g, c = idx.get(("seeds", "gausskl", (case,)), {}), cpp.get(seeds.CPP[case])
+        layer = g["time"] - c if "time" in g and c is not None else None
+        rows.append((f"{seeds.CASES[case][0]}: at most 5 µs more than from C++",
+                     f"+{fmt_time(layer)} ({fmt_time(g['time'])} vs {fmt_time(c)})"
+                     if layer is not None else "not measured (C++ bench not built?)",
+                     "—" if layer is None else ("met" if layer <= 5e-6 else "**missed**")))
+    return rows
+
+
 def report(results, info, args, started, load_before, load_after, plot_names, plot_rel):
     cmd = ".venv/bin/python bench/peers.py" + (" --quick" if args.quick else "") + \
         (f" --out {os.path.relpath(args.out, REPO)}" if args.out else "")
@@ -884,6 +985,16 @@ def report(results, info, args, started, load_before, load_after, plot_names, pl
             f"| OS, Python | {info['os']}, Python {info['python']} |",
             f"| PyTorch | {info['torch']} |", f"| NumPy | {info['numpy']} |",
             f"| load average (1 min) | {load_before:.2f} before, {load_after:.2f} after |"]
+    cpp = results_cpp(results)
+    out += ["", "### The seeds' own sizes (issue 11), from this run", "",
+            "Each case as the users' posts have it, their code against gausskl's call (batches "
+            "built in the call), forward, or forward + backward as a training step runs it "
+            "(gradients cleared, backward of the summed loss); float32, torch CPU tensors, "
+            f"{info['torch'].split(', ')[-1]}. \"gausskl from C++\" is the same library call "
+            "made from C++ (bench/bench_calls.cpp) in this run; \"Python layer\" the difference.",
+            "", seeds_table(results, cpp), "",
+            "| target (issue 11) | measured | |", "|---|---|---|"]
+    out += [f"| {a} | {b} | {c} |" for a, b, c in seeds_targets(results, cpp)]
     out += ["", "### Targets (issue 4), from this run", "",
             "| target | measured | |", "|---|---|---|"]
     out += [f"| {a} | {b} | {c} |" for a, b, c in targets(results)]
@@ -927,6 +1038,9 @@ def main():
     ap.add_argument("--max-seconds", type=float, default=60.0,
                     help="skip methods predicted to take longer per call (default 60)")
     ap.add_argument("--timeout", type=float, default=900.0, help="per subprocess, seconds")
+    ap.add_argument("--cpp-bench", default=os.path.join(REPO, "build", "bench",
+                                                        "gausskl_bench_calls"),
+                    help="the C++ program timing the same calls (make bench builds it)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
@@ -938,6 +1052,9 @@ def main():
     load_before = os.getloadavg()[0]
     t0 = time.time()
     results = run_jobs(plan(args.quick), args)
+    print("  running the seeds' calls from C++ (" + args.cpp_bench + ")", file=sys.stderr)
+    results.append(dict(kind="cpp", method="bench_calls", size=[],
+                        times=cpp_calls(args.cpp_bench, args.quick)))
     load_after = os.getloadavg()[0]
     info = machine_info()
     plot_names, plot_rel = [], "plots"

@@ -32,6 +32,12 @@ io::MemoryAllowance allowance_of(const Args& args) {
 Inputs load(const Args& args, io::MemoryAllowance& allowance) {
   Inputs in{load_side("p", args.p, allowance), std::nullopt};
   if (!args.q.empty()) in.q = load_side("q", args.q, allowance);
+  if (args.log_diagonal && !has_packed(in.p) && !(in.q && has_packed(*in.q))) {
+    throw std::invalid_argument(
+        std::string("[load] --log-diagonal applies to packed_scale_tril, which ") +
+        (in.q ? "neither p nor q has" : "p does not have") +
+        " (it reads the packed diagonals as log L_rr)");
+  }
   return in;
 }
 
@@ -45,9 +51,9 @@ bool compute_in_double(const Inputs& in) {
 template <class Body>
 void dispatch(const Args& args, const Inputs& in, io::MemoryAllowance& allowance, Body&& body) {
   auto run = [&]<class T, class U>() {
-    const Batch<T> p(in.p, allowance);
+    const Batch<T> p(in.p, allowance, args.log_diagonal);
     std::optional<Batch<T>> q;
-    if (in.q) q.emplace(*in.q, allowance);
+    if (in.q) q.emplace(*in.q, allowance, args.log_diagonal);
     body.template operator()<T, U>(p.gaussians(), q ? &q->gaussians() : nullptr);
   };
   const bool t64 = compute_in_double(in);

@@ -18,6 +18,7 @@ struct Args {
   bool quiet = false;
   std::int64_t k = 0;
   bool exclude_self = false;
+  bool log_diagonal = false;  // packed_scale_tril diagonals are log L_rr
 };
 
 void run_kl(const Args& args);

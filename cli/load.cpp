@@ -11,10 +11,11 @@ namespace gausskl::cli {
 namespace {
 
 const std::vector<std::string> kDiagScales = {"std", "var", "logvar", "precision"};
-const std::vector<std::string> kFullScales = {"scale_tril", "covariance", "precision_matrix"};
+const std::vector<std::string> kFullScales = {"scale_tril", "covariance", "precision_matrix",
+                                              "packed_scale_tril"};
 const char* kExpected =
     "expected mean and one of std, var, logvar, precision, scale_tril, covariance, "
-    "precision_matrix, or cov_factor with cov_diag";
+    "precision_matrix, packed_scale_tril, or cov_factor with cov_diag";
 
 [[noreturn]] void fail(const std::string& what) {
   throw std::invalid_argument("[load] " + what);
@@ -92,13 +93,17 @@ Side load_side(const std::string& name, const std::vector<std::string>& spec,
   return side;
 }
 
+bool has_packed(const Side& side) {
+  return side.arrays.count("packed_scale_tril") > 0;
+}
+
 bool has_float64(const Side& side) {
   return std::any_of(side.arrays.begin(), side.arrays.end(),
                      [](const auto& kv) { return kv.second.dtype() == io::DType::float64; });
 }
 
 template <class T>
-Batch<T>::Batch(const Side& side, io::MemoryAllowance& allowance) {
+Batch<T>::Batch(const Side& side, io::MemoryAllowance& allowance, bool log_diagonal) {
   const io::Array& mean = side.arrays.at("mean");
   if (mean.shape.size() != 1 && mean.shape.size() != 2) {
     fail(side.name + ".mean has shape " + shape_text(mean.shape) + "; expected [N, D] or [D]");
@@ -147,6 +152,10 @@ Batch<T>::Batch(const Side& side, io::MemoryAllowance& allowance) {
     gaussians_.emplace(DiagGaussians<T>{m, view2(s), param});
   } else if (s == "cov_factor") {
     gaussians_.emplace(LowRankGaussians<T>{m, view3("cov_factor"), view2("cov_diag")});
+  } else if (s == "packed_scale_tril") {
+    // [N, D (D + 1) / 2] (the library checks K against D), as given: never unpacked here.
+    gaussians_.emplace(
+        FullGaussians<T>{m, {}, FullParam::packed_scale_tril, view2(s), log_diagonal});
   } else {
     const FullParam param = s == "scale_tril"   ? FullParam::scale_tril
                             : s == "covariance" ? FullParam::covariance

@@ -28,14 +28,17 @@ Side load_side(const std::string& name, const std::vector<std::string>& spec,
 // True if any array of the side is float64.
 bool has_float64(const Side& side);
 
+// True if the side's scale is packed_scale_tril (what --log-diagonal applies to).
+bool has_packed(const Side& side);
+
 // The side's arrays viewed as Gaussians in T: in place when an array is already T, else
 // through a converted copy (float32 -> float64 is exact) whose bytes are taken from `allowance`.
-// A 1-D mean [D] is one distribution; the other arrays then have one dimension less. `side`
-// must outlive the Batch.
+// A 1-D mean [D] is one distribution; the other arrays then have one dimension less. With
+// log_diagonal, a packed_scale_tril's diagonal holds log L_rr. `side` must outlive the Batch.
 template <class T>
 class Batch {
  public:
-  Batch(const Side& side, io::MemoryAllowance& allowance);
+  Batch(const Side& side, io::MemoryAllowance& allowance, bool log_diagonal);
   const Gaussians<T>& gaussians() const { return *gaussians_; }
 
  private:

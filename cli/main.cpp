@@ -17,8 +17,9 @@ using gausskl::cli::Args;
 constexpr const char* kSpecHelp =
     "distributions: FILE.npz holding `mean` [N, D] (or [D]) and one scale description "
     "(std | var | logvar | precision [N, D]; scale_tril | covariance | precision_matrix "
-    "[N, D, D]; cov_factor [N, D, R] with cov_diag [N, D]), or NAME=FILE items, each FILE a "
-    ".npy or a .csv table";
+    "[N, D, D]; packed_scale_tril [N, D (D + 1) / 2], L's lower triangle row by row as "
+    "torch.tril_indices orders it; cov_factor [N, D, R] with cov_diag [N, D]), or NAME=FILE "
+    "items, each FILE a .npy or a .csv table";
 
 constexpr const char* kExitCodes =
     "\nExit status: 0 success; 2 bad input or usage (one line on stderr naming the array, the "
@@ -46,6 +47,9 @@ void add_common(CLI::App* cmd, Args& args, const char* out_help) {
                   "positive definite (only those; a note on stderr says how many); default: "
                   "such a matrix is an error")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--log-diagonal", args.log_diagonal,
+                "the diagonal entries of packed_scale_tril hold log L_rr (L_rr = exp(x), as "
+                "for an unconstrained parameter), in every input that has packed_scale_tril");
   cmd->add_flag("--quiet", args.quiet,
                 "no progress line on stderr (none is shown when stderr "
                 "is not a terminal either)");
@@ -96,7 +100,9 @@ int main(int argc, char** argv) {
   kl->footer(
       "\nExamples:\n"
       "  gausskl kl --p P.npz --q Q.npz -o kl.npy\n"
-      "  gausskl kl --p mean=mu.npy logvar=lv.npy -o -      # KL to N(0, I), the VAE term\n");
+      "  gausskl kl --p mean=mu.npy logvar=lv.npy -o -      # KL to N(0, I), the VAE term\n"
+      "  gausskl kl --p P.npz --q Q.npz --log-diagonal -o kl.npy   # packed_scale_tril, log "
+      "L_rr on the diagonal\n");
 
   CLI::App* pairwise = app.add_subcommand("pairwise",
                                           "all pairs: out[i, j] = KL(p_i || q_j), shape [N, M]; "
@@ -155,6 +161,10 @@ int main(int argc, char** argv) {
     std::string message = e.what();
     if (message.find("is not positive definite") != std::string::npos) {
       message += "; --jitter EPS does that for each such matrix";
+    }
+    // The library's hint names its option; here it is a flag.
+    if (const auto at = message.find("set log_diagonal"); at != std::string::npos) {
+      message.replace(at, 16, "pass --log-diagonal");
     }
     std::fprintf(stderr, "gausskl: error: %s\n", message.c_str());
     return 2;

@@ -20,7 +20,9 @@ namespace gausskl {
 //   scale  a diagonal batch: [N, D], of std, var, logvar or precision as given;
 //          a full batch: scale_tril [N, D, D] (0 above the diagonal), or packed_scale_tril
 //          [N, D (D + 1) / 2] (of log L_rr at the diagonal entries with log_diagonal)
-// A batch with N = 1 paired with every row of the other receives the sum over the rows.
+// A batch with N = 1 paired with every row of the other receives the sum over the rows. The
+// spans must not overlap each other or the batches' arrays (gradients are written while the
+// inputs are still being read).
 template <class T>
 struct Gradients {
   std::span<T> mean{};

@@ -8,7 +8,7 @@ import numpy.typing as npt
 ArrayLike = Union[npt.ArrayLike, Any]
 # NumPy in, NumPy out; torch in, torch out (torch.Tensor when torch is installed).
 Array = Union[np.ndarray, Any]
-# A gausskl batch, or a torch.distributions Normal, Independent(Normal, 1),
+# A gausskl batch, or a torch.distributions Normal, Independent(Normal, r),
 # MultivariateNormal or LowRankMultivariateNormal.
 GaussianLike = Union["Gaussian", Any]
 
@@ -21,6 +21,10 @@ class Gaussian:
     def mean(self) -> Array: ...
     @property
     def arrays(self) -> dict[str, Array]: ...
+    @property
+    def batch_shape(self) -> Tuple[int, ...]: ...
+    @property
+    def event_shape(self) -> Tuple[int]: ...
     @property
     def n(self) -> int: ...
     @property
@@ -55,9 +59,13 @@ class FullGaussian(Gaussian):
         scale_tril: Optional[ArrayLike] = None,
         covariance: Optional[ArrayLike] = None,
         precision_matrix: Optional[ArrayLike] = None,
+        packed_scale_tril: Optional[ArrayLike] = None,
+        log_diagonal: bool = False,
     ) -> None: ...
     @property
     def scale(self) -> Array: ...
+    @property
+    def log_diagonal(self) -> bool: ...
 
 class LowRankGaussian(Gaussian):
     def __init__(self, mean: ArrayLike, *, cov_factor: ArrayLike, cov_diag: ArrayLike) -> None: ...

@@ -22,8 +22,6 @@ FLOAT64 = "float64"
 # Types read in place: NumPy arrays (1), and torch.Tensor and its subclasses once seen (2).
 NUMPY, TORCH = 1, 2
 _NATIVE = {np.ndarray: NUMPY}
-# The dtypes the library computes in as given; any other is looked at (complex is refused).
-_FLOATS = {np.dtype(np.float32), np.dtype(np.float64)}
 
 
 def torch_module():
@@ -42,9 +40,8 @@ def native(x) -> int:
     if k is not None:
         return k
     if is_torch(x):
-        torch = torch_module()
-        _NATIVE[type(x)] = TORCH
-        _FLOATS.update((torch.float32, torch.float64))
+        if not compiling():  # torch.compile guards on the table: no changes while tracing
+            _NATIVE[type(x)] = TORCH
         return TORCH
     return 0
 
@@ -56,7 +53,7 @@ def is_native(x) -> bool:
 def check_dtypes(cls: str, *arrays):
     """Complex arrays are refused when a batch is made (other dtypes are converted later)."""
     for a in arrays:
-        if a.dtype not in _FLOATS and is_complex(a):
+        if is_complex(a):
             raise TypeError(f"[{cls}] complex arrays are not supported (dtype {a.dtype})")
 
 

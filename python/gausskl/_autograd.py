@@ -11,8 +11,10 @@
   path): all-pairs KL of other families, and calls with a jitter on matrices the library would
   factor (a backward factoring again could jitter other matrices than the forward did).
 
-Gradients come back in each tensor's shape: the library's, made over the broadcast batch, are
-summed down to the shape of an array that was broadcast.
+A training step calls these thousands of times, so the common case works on the batches' specs
+(the tuples the extension reads) and touches nothing else. Gradients come back in each
+tensor's shape: the library's, made over the broadcast batch, are summed down to the shape of an
+array that was broadcast.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import torch
 from torch.autograd.function import once_differentiable
 
 from gausskl import _arrays
+from gausskl import _ext
 from gausskl._distributions import CODES
 
 # Codes the library differentiates, by family (diagonal; full given by a triangular factor).
@@ -33,63 +36,76 @@ _FACTORED = frozenset((CODES["covariance"], CODES["precision_matrix"]))
 
 def library_rowwise(p, q) -> bool:
     """Whether the library computes the row-wise gradients of this pair (q None: N(0, I))."""
-    fp = _LIBRARY_FAMILY.get(p._spec[0])
-    return fp is not None and (q is None or _LIBRARY_FAMILY.get(q._spec[0]) == fp)
+    return _library_codes(p._spec[0], None if q is None else q._spec[0])
 
 
-def _slots(gs):
-    """(side, array) of every tensor among the batches' arrays, and the tensors."""
+def _library_codes(p_code, q_code) -> bool:
+    fp = _LIBRARY_FAMILY.get(p_code)
+    return fp is not None and (q_code is None or _LIBRARY_FAMILY.get(q_code) == fp)
+
+
+def _tensors(specs):
+    """(spec index, array index) of every tensor among the specs' arrays, and the tensors."""
     slots, tensors = [], []
-    for gi, g in enumerate(gs):
-        for k, a in enumerate(g._spec[1:]):
-            if _arrays.is_torch(a):
-                slots.append((gi, k))
-                tensors.append(a)
-    return slots, tensors
+    for si, spec in enumerate(specs):
+        for k in range(1, len(spec)):
+            if _arrays.native(spec[k]) == _arrays.TORCH:
+                slots.append((si, k))
+                tensors.append(spec[k])
+    return tuple(slots), tensors
 
 
-def _rebuild(gs, slots, tensors):
-    arrays = [list(g._spec[1:]) for g in gs]
-    for (gi, k), t in zip(slots, tensors):
-        arrays[gi][k] = t
-    return [g._replace(a) for g, a in zip(gs, arrays)]
+def _respec(specs, slots, tensors):
+    """The specs with the tensors at their slots."""
+    out = [list(s) for s in specs]
+    for (si, k), t in zip(slots, tensors):
+        out[si][k] = t
+    return [tuple(s) for s in out]
 
 
-def _needs(gs, slots, flags):
-    """The extension's needs tuple: one flag per array of the batches, in spec order."""
-    needs = [[False] * (len(g._spec) - 1) for g in gs]
-    for (gi, k), flag in zip(slots, flags):
-        needs[gi][k] = bool(flag)
+def _needs(specs, slots, flags):
+    """The extension's needs tuple: one flag per array of the specs, in spec order."""
+    needs = [[False] * (len(s) - 1) for s in specs]
+    for (si, k), flag in zip(slots, flags):
+        needs[si][k - 1] = bool(flag)
     return tuple(x for side in needs for x in side)
 
 
-def _summed(grads, gs, slots, flags):
+def _picked(grads, specs, slots, flags, tensors):
     """The extension's gradients (spec order, None where not wanted) for the tensors, each
     summed down to its tensor's shape."""
     offsets, at = [], 0
-    for g in gs:
+    for s in specs:
         offsets.append(at)
-        at += len(g._spec) - 1
+        at += len(s) - 1
     out = []
-    for (gi, k), flag in zip(slots, flags):
-        g = grads[offsets[gi] + k] if flag else None
+    for (si, k), flag, t in zip(slots, flags, tensors):
+        g = grads[offsets[si] + k - 1] if flag else None
         if g is not None:
-            a = gs[gi]._spec[1 + k]
-            if g.shape != a.shape:
-                g = g.sum_to_size(a.shape)
-            if g.dtype != a.dtype:
-                g = g.to(a.dtype)
+            if g.shape != t.shape:
+                g = g.sum_to_size(t.shape)
+            if g.dtype != t.dtype:
+                g = g.to(t.dtype)
         out.append(g)
     return out
 
 
-def _torch_grads(fn, gs, slots, tensors, flags, grad):
+def _gaussians(specs):
+    """The batches of specs (the slow paths')."""
+    from gausskl._compile import _gaussian
+
+    return [_gaussian(list(s[1:]), s[0]) for s in specs]
+
+
+def _torch_grads(fn, specs, slots, tensors, flags, grad):
     """Gradients of sum(grad * fn(*batches)) for the flagged tensors, by torch.autograd through
-    fn written in torch operations."""
+    fn written in torch operations (NumPy arrays among the inputs become constant tensors)."""
     with torch.enable_grad():
         leaves = [t.detach().requires_grad_(bool(f)) for t, f in zip(tensors, flags)]
-        rebuilt = _rebuild(gs, slots, leaves)
-        out = fn(*rebuilt)
+        device = tensors[0].device
+        specs = [tuple(a if _arrays.is_torch(a) or i == 0 else torch.as_tensor(a, device=device)
+                       for i, a in enumerate(s)) for s in _respec(specs, slots, leaves)]
+        out = fn(*_gaussians(specs))
         wanted = [t for t, f in zip(leaves, flags) if f]
         got = iter(torch.autograd.grad(out, wanted, grad.to(out.dtype), allow_unused=True))
     result = []
@@ -101,62 +117,75 @@ def _torch_grads(fn, gs, slots, tensors, flags, grad):
     return result
 
 
+def _rowwise_values_of(*gs):
+    from gausskl import _torch_path
+
+    return _torch_path.rowwise_values(gs[0], gs[1] if len(gs) > 1 else None)
+
+
 class _Rowwise(torch.autograd.Function):
-    """KL(p || q) row-wise (q None: N(0, I)); values from values(), the library's."""
+    """KL(p || q) row-wise (one spec: KL(p || N(0, I))); values from values(), the library's."""
 
     @staticmethod
-    def forward(ctx, values, gs, slots, threads, *tensors):
-        ctx.gs, ctx.slots, ctx.threads = gs, slots, threads
+    def forward(ctx, values, specs, slots, threads, *tensors):
+        ctx.specs, ctx.slots, ctx.threads = specs, slots, threads
         ctx.save_for_backward(*tensors)
         return values()
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad):
-        from gausskl import _ext, _torch_path
-
         tensors = ctx.saved_tensors
         flags = ctx.needs_input_grad[4:]
-        gs = _rebuild(ctx.gs, ctx.slots, tensors)
-        p, q = gs[0], (gs[1] if len(gs) > 1 else None)
-        if library_rowwise(p, q):
-            grads = _ext.kl_backward(p._spec, None if q is None else q._spec, grad,
-                                     _needs(gs, ctx.slots, flags), ctx.threads)
-            return (None, None, None, None, *_summed(grads, gs, ctx.slots, flags))
+        specs = _respec(ctx.specs, ctx.slots, tensors)
+        q = specs[1] if len(specs) > 1 else None
+        if _library_codes(specs[0][0], None if q is None else q[0]):
+            grads = _ext.kl_backward(specs[0], q, grad, _needs(specs, ctx.slots, flags),
+                                     ctx.threads)
+            return (None, None, None, None, *_picked(grads, specs, ctx.slots, flags, tensors))
         return (None, None, None, None,
-                *_torch_grads(_torch_path.rowwise_values, gs, ctx.slots, tensors, flags, grad))
+                *_torch_grads(_rowwise_values_of, specs, ctx.slots, tensors, flags, grad))
 
 
 class _PairwiseDiag(torch.autograd.Function):
-    """KL(p_i || q_j) of diagonal batches (q None: q = p), values from the library."""
+    """KL(p_i || q_j) of diagonal batches (one spec: q = p), values from the library."""
 
     @staticmethod
-    def forward(ctx, values, gs, slots, threads, *tensors):
-        ctx.gs, ctx.slots, ctx.threads = gs, slots, threads
+    def forward(ctx, values, specs, slots, threads, *tensors):
+        ctx.specs, ctx.slots, ctx.threads = specs, slots, threads
         ctx.save_for_backward(*tensors)
         return values()
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad):
-        from gausskl import _ext
-
         tensors = ctx.saved_tensors
         flags = ctx.needs_input_grad[4:]
-        gs = _rebuild(ctx.gs, ctx.slots, tensors)
-        self_pairs = len(gs) == 1
-        specs = [g._spec for g in gs]
-        needs = _needs(gs, ctx.slots, flags)
-        grads = _ext.pairwise_kl_backward(specs[0], None if self_pairs else specs[1], grad, needs,
-                                          ctx.threads)
+        specs = _respec(ctx.specs, ctx.slots, tensors)
+        needs = _needs(specs, ctx.slots, flags)
+        q = specs[1] if len(specs) > 1 else None
+        grads = _ext.pairwise_kl_backward(specs[0], q, grad, needs, ctx.threads)
         if grads.__class__ is int:  # a batch no one stride describes: made contiguous first
             from gausskl._ops import _contiguous
 
-            flat = [_contiguous(g) for g in gs]
-            grads = _ext.pairwise_kl_backward(flat[0]._spec,
-                                              None if self_pairs else flat[1]._spec, grad, needs,
+            flat = [_contiguous(g)._spec for g in _gaussians(specs)]
+            grads = _ext.pairwise_kl_backward(flat[0], flat[1] if q else None, grad, needs,
                                               ctx.threads)
-        return (None, None, None, None, *_summed(grads, gs, ctx.slots, flags))
+        return (None, None, None, None, *_picked(grads, specs, ctx.slots, flags, tensors))
+
+
+def rowwise(op: str, p, q, threads: int, budget: int):
+    """kl (q a batch) or kl_standard_normal (q None) with gradients, no jitter: the training
+    step's path."""
+    specs = (p._spec,) if q is None else (p._spec, q._spec)
+    slots, tensors = _tensors(specs)
+    if q is None:
+        def values():
+            return _ext.kl_standard_normal(p._spec, threads, 0.0, budget, False, True)
+    else:
+        def values():
+            return _ext.kl(p._spec, q._spec, threads, 0.0, budget, False, True)
+    return _Rowwise.apply(values, specs, slots, threads, *tensors)
 
 
 def _flat(g):
@@ -174,30 +203,34 @@ def run(request):
     """The call of a gausskl._ops._Request whose tensors require grad."""
     from gausskl import _torch_path
 
-    request.unify()
     op, gs = request.op, request.gaussians
     jittered = request.jitter.eps > 0 and any(g._spec[0] in _FACTORED for g in gs)
     diag_pairs = all(g._spec[0] in _DIAG for g in gs)
     if jittered or (op == "pairwise_kl" and not diag_pairs):
+        request.unify()
         return _torch_path.run(request)
-    slots, tensors = _slots(gs)
+    specs = tuple(g._spec for g in gs)
+    slots, tensors = _tensors(specs)
     threads = request.threads
+
+    def values():
+        return request.values(request.library(for_grad=True))
+
     if op in ("kl", "kl_standard_normal"):
-        return _Rowwise.apply(lambda: request.values(request.library(for_grad=True)), gs, slots,
-                              threads, *tensors)
+        return _Rowwise.apply(values, specs, slots, threads, *tensors)
     if op == "pairwise_kl":
-        return _PairwiseDiag.apply(lambda: request.values(request.library(for_grad=True)), gs,
-                                   slots, threads, *tensors)
+        return _PairwiseDiag.apply(values, specs, slots, threads, *tensors)
     # knn_kl: the chosen pairs' values, differentiable through their row-wise KL.
-    indices, values = request.values(request.library(for_grad=True))
+    request.unify()
+    indices, chosen = values()
     p = _flat(request.p)
     q = p if request.q is None else _flat(request.q)
     k = indices.shape[-1]
     rows = torch.arange(p.n, device=indices.device).repeat_interleave(k)
     cols = indices.reshape(-1)
-    pairs = [p._replace([a[rows] for a in p._spec[1:]]),
-             q._replace([a[cols] for a in q._spec[1:]])]
-    slots, tensors = _slots(pairs)
-    flat_values = values.reshape(-1)
-    chosen = _Rowwise.apply(lambda: flat_values.clone(), pairs, slots, threads, *tensors)
-    return indices, chosen.reshape(values.shape)
+    pairs = (p._replace([a[rows] for a in p._spec[1:]])._spec,
+             q._replace([a[cols] for a in q._spec[1:]])._spec)
+    slots, tensors = _tensors(pairs)
+    flat_values = chosen.reshape(-1)
+    values_of_pairs = _Rowwise.apply(lambda: flat_values.clone(), pairs, slots, threads, *tensors)
+    return indices, values_of_pairs.reshape(chosen.shape)

@@ -58,6 +58,14 @@ def _gaussian(arrays, code: int):
     return FullGaussian(arrays[0], **{name: arrays[1]})
 
 
+def _needs(flags, count: int) -> list:
+    """needs_input_grad of a Tensor[] argument (a list of flags, or one flag) as one flag per
+    tensor."""
+    if isinstance(flags, (list, tuple)):
+        return [bool(f) for f in flags]
+    return [bool(flags)] * count
+
+
 def _eager(op: str, p, q, **options):
     """The eager operation on operator arguments (warnings of the jitter dropped)."""
     import warnings
@@ -96,18 +104,14 @@ def _(p, p_code, q, q_code, threads, jitter, memory_budget):
 @torch.library.custom_op("gausskl::kl_backward", mutates_args=())
 def _kl_backward_op(p: list[torch.Tensor], p_code: int, q: list[torch.Tensor], q_code: int,
                     grad: torch.Tensor, needs: list[bool], threads: int) -> list[torch.Tensor]:
-    from gausskl import _autograd, _torch_path
+    from gausskl import _autograd
 
-    gs = [_gaussian(p, p_code)] + ([_gaussian(q, q_code)] if q else [])
+    specs = [(p_code, *p)] + ([(q_code, *q)] if q else [])
     arrays = [*p, *q]
-    slots = [(0, k) for k in range(len(p))] + [(1, k) for k in range(len(q))]
-    pg, qg = gs[0], (gs[1] if q else None)
-    if _autograd.library_rowwise(pg, qg):
-        grads = _ext.kl_backward(pg._spec, None if qg is None else qg._spec, grad.contiguous(),
-                                 tuple(needs), threads)
-        grads = _autograd._summed(grads, gs, slots, needs)
-    else:
-        grads = _autograd._torch_grads(_torch_path.rowwise_values, gs, slots, arrays, needs, grad)
+    slots = [(0, k) for k in range(1, len(p) + 1)] + [(1, k) for k in range(1, len(q) + 1)]
+    grads = _ext.kl_backward(specs[0], specs[1] if q else None, grad.contiguous(), tuple(needs),
+                             threads)
+    grads = _autograd._picked(grads, specs, slots, needs, arrays)
     return [g if g is not None else a.new_empty(0) for g, a in zip(grads, arrays)]
 
 
@@ -123,11 +127,31 @@ def _kl_setup(ctx, inputs, output):
     ctx.save_for_backward(*p, *q)
 
 
+def _rowwise_grads(p, p_code, q, q_code, grad, needs, threads):
+    """Gradients (a list, spec order) of sum(grad * kl(p, q)) (q empty: N(0, I)): the library's
+    operator where it differentiates the pair, else torch's vjp of the same formula in torch
+    operations, traced into the backward graph."""
+    from gausskl import _autograd, _torch_path
+
+    pg = _gaussian(p, p_code)
+    qg = _gaussian(q, q_code) if q else None
+    if _autograd.library_rowwise(pg, qg):
+        return _kl_backward_op(p, p_code, q, q_code, grad, needs, threads)
+
+    def values(*xs):
+        a = _gaussian(list(xs[:len(p)]), p_code)
+        b = _gaussian(list(xs[len(p):]), q_code) if q else None
+        return _torch_path.rowwise_values(a, b)
+
+    _, vjp = torch.func.vjp(values, *p, *q)
+    return list(vjp(grad.to(_out_dtype(p, q))))
+
+
 def _kl_backward(ctx, grad):
     arrays = ctx.saved_tensors
     p, q = list(arrays[:ctx.n_p]), list(arrays[ctx.n_p:])
-    needs = [ctx.needs_input_grad[0]] * len(p) + [ctx.needs_input_grad[2]] * len(q)
-    grads = _kl_backward_op(p, ctx.p_code, q, ctx.q_code, grad, needs, ctx.threads)
+    needs = _needs(ctx.needs_input_grad[0], len(p)) + _needs(ctx.needs_input_grad[2], len(q))
+    grads = _rowwise_grads(p, ctx.p_code, q, ctx.q_code, grad, needs, ctx.threads)
     gp = [g if n else None for g, n in zip(grads[:len(p)], needs)]
     gq = [g if n else None for g, n in zip(grads[len(p):], needs[len(p):])]
     return gp, None, gq, None, None, None, None
@@ -165,41 +189,28 @@ def _(p, p_code, q, q_code, threads, jitter, tolerance, memory_budget):
 
 @torch.library.custom_op("gausskl::pairwise_kl_backward", mutates_args=())
 def _pairwise_backward_op(p: list[torch.Tensor], p_code: int, q: list[torch.Tensor],
-                          q_code: int, grad: torch.Tensor, needs: list[bool], threads: int,
-                          jitter: float) -> list[torch.Tensor]:
-    from gausskl import _autograd, _torch_path
+                          q_code: int, grad: torch.Tensor, needs: list[bool],
+                          threads: int) -> list[torch.Tensor]:
+    from gausskl import _autograd
 
     arrays = [*p, *q]
     gs = [_gaussian(p, p_code)] + ([_gaussian(q, q_code)] if q else [])
-    slots = [(0, k) for k in range(len(p))] + [(1, k) for k in range(len(q))]
-    if all(g._spec[0] <= CODES["precision"] for g in gs) and gs[0]._spec[1].device.type == "cpu":
-        specs = [g._spec for g in gs]
-        grads = _ext.pairwise_kl_backward(specs[0], specs[1] if q else None, grad.contiguous(),
+    slots = [(0, k) for k in range(1, len(p) + 1)] + [(1, k) for k in range(1, len(q) + 1)]
+    specs = [g._spec for g in gs]
+    grads = _ext.pairwise_kl_backward(specs[0], specs[1] if q else None, grad.contiguous(),
+                                      tuple(needs), threads)
+    if grads.__class__ is int:  # a batch no one stride describes: made contiguous first
+        from gausskl._ops import _contiguous
+
+        flat = [_contiguous(g)._spec for g in gs]
+        grads = _ext.pairwise_kl_backward(flat[0], flat[1] if q else None, grad.contiguous(),
                                           tuple(needs), threads)
-        if grads.__class__ is int:
-            from gausskl._ops import _contiguous
-
-            flat = [_contiguous(g)._spec for g in gs]
-            grads = _ext.pairwise_kl_backward(flat[0], flat[1] if q else None, grad.contiguous(),
-                                              tuple(needs), threads)
-        grads = _autograd._summed(grads, gs, slots, needs)
-    else:
-        from gausskl._jitter import Jitter
-
-        def values(*batches):
-            fp = _torch_path._flat(batches[0])
-            fq = _torch_path._flat(batches[1]) if len(batches) > 1 else None
-            out = _torch_path.pairwise("pairwise_kl", fp, fq, grad.dtype,
-                                       Jitter("pairwise_kl", jitter))
-            pb = batches[0]._batch
-            return out.reshape(*pb, *(batches[1]._batch if fq is not None else pb))
-
-        grads = _autograd._torch_grads(values, gs, slots, arrays, needs, grad)
+    grads = _autograd._picked(grads, specs, slots, needs, arrays)
     return [g if g is not None else a.new_empty(0) for g, a in zip(grads, arrays)]
 
 
 @_pairwise_backward_op.register_fake
-def _(p, p_code, q, q_code, grad, needs, threads, jitter):
+def _(p, p_code, q, q_code, grad, needs, threads):
     return [torch.empty_like(a) if n else a.new_empty(0) for a, n in zip([*p, *q], needs)]
 
 
@@ -211,11 +222,27 @@ def _pairwise_setup(ctx, inputs, output):
 
 
 def _pairwise_backward(ctx, grad):
+    from gausskl import _torch_path
+    from gausskl._jitter import Jitter
+
     arrays = ctx.saved_tensors
     p, q = list(arrays[:ctx.n_p]), list(arrays[ctx.n_p:])
-    needs = [ctx.needs_input_grad[0]] * len(p) + [ctx.needs_input_grad[2]] * len(q)
-    grads = _pairwise_backward_op(p, ctx.p_code, q, ctx.q_code, grad, needs, ctx.threads,
-                                  ctx.jitter)
+    needs = _needs(ctx.needs_input_grad[0], len(p)) + _needs(ctx.needs_input_grad[2], len(q))
+    codes = [ctx.p_code] + ([ctx.q_code] if q else [])
+    if all(c <= CODES["precision"] for c in codes) and p[0].device.type == "cpu":
+        grads = _pairwise_backward_op(p, ctx.p_code, q, ctx.q_code, grad, needs, ctx.threads)
+    else:
+        # Other families (and devices): torch's vjp of the torch path's formula, traced.
+        def values(*xs):
+            a = _gaussian(list(xs[:len(p)]), ctx.p_code)
+            b = _gaussian(list(xs[len(p):]), ctx.q_code) if q else None
+            fa, fb = _torch_path._flat(a), (None if b is None else _torch_path._flat(b))
+            out = _torch_path.pairwise("pairwise_kl", fa, fb, grad.dtype,
+                                       Jitter("pairwise_kl", ctx.jitter))
+            return out.reshape(*a._batch, *(a._batch if b is None else b._batch))
+
+        _, vjp = torch.func.vjp(values, *p, *q)
+        grads = list(vjp(grad))
     gp = [g if n else None for g, n in zip(grads[:len(p)], needs)]
     gq = [g if n else None for g, n in zip(grads[len(p):], needs[len(p):])]
     return gp, None, gq, None, None, None, None, None
@@ -278,8 +305,8 @@ def _knn_backward(ctx, grad_indices, grad_values):
     pp = [a[rows] for a in fp._spec[1:]]
     qq = [a[cols] for a in fq._spec[1:]]
     needs = [True] * (len(pp) + len(qq))
-    grads = _kl_backward_op(pp, fp._spec[0], qq, fq._spec[0], grad_values.reshape(-1), needs,
-                            ctx.threads)
+    grads = _rowwise_grads(pp, fp._spec[0], qq, fq._spec[0], grad_values.reshape(-1), needs,
+                           ctx.threads)
     gp_rows, gq_rows = grads[:len(pp)], grads[len(pp):]
     gp = [torch.zeros_like(a).index_add_(0, rows, g) for a, g in zip(fp._spec[1:], gp_rows)]
     gq = [torch.zeros_like(a).index_add_(0, cols, g) for a, g in zip(fq._spec[1:], gq_rows)]
@@ -290,7 +317,7 @@ def _knn_backward(ctx, grad_indices, grad_values):
           for g, a, r in zip(gp, p, _ranks(ctx.p_code))]
     gq = [g.reshape(*qg._batch, *a.shape[a.dim() - r:]).sum_to_size(a.shape)
           for g, a, r in zip(gq, q, _ranks(ctx.q_code))]
-    return gp, None, gq or None, None, None, None, None, None, None, None
+    return gp, None, gq, None, None, None, None, None, None, None
 
 
 _knn_op.register_autograd(_knn_backward, setup_context=_knn_setup)

@@ -176,6 +176,12 @@ def _contiguous(g: Gaussian) -> Gaussian:
                        for a, r in zip(g._spec[1:], ranks)])
 
 
+def _autograd():
+    from gausskl import _autograd as module
+
+    return module
+
+
 def _compiled(name):
     from gausskl import _compile
 
@@ -238,6 +244,8 @@ def kl(p, q, *, jitter: float = 0.0, memory_budget: int | None = 0, threads: int
     except ValueError as e:
         raise with_hint(e) from None
     if out.__class__ is int or jitter or p._namespace is not None or q._namespace is not None:
+        if out == NEEDS_GRAD and not jitter and p._namespace is None and q._namespace is None:
+            return _autograd().rowwise("kl", p, q, threads, memory_budget)
         return _Request("kl", p, q, threads=threads, jitter=jitter, budget=memory_budget,
                         torch_path=torch_path).run(out)
     return out
@@ -271,6 +279,8 @@ def kl_standard_normal(p, *, jitter: float = 0.0, memory_budget: int | None = 0,
     except ValueError as e:
         raise with_hint(e) from None
     if out.__class__ is int or jitter or p._namespace is not None:
+        if out == NEEDS_GRAD and not jitter and p._namespace is None:
+            return _autograd().rowwise("kl_standard_normal", p, None, threads, memory_budget)
         return _Request("kl_standard_normal", p, None, threads=threads, jitter=jitter,
                         budget=memory_budget, torch_path=torch_path).run(out)
     return out

@@ -114,6 +114,8 @@ def validate(op: str, side: str, g) -> None:
         if bad:
             fail(op, f"{name} gives a variance outside [1e-300, 1e300], found "
                      f"{_scalar(s, bad)} at {_at2(bad)}")
+    elif g.param == "packed_scale_tril":
+        _validate_packed(op, side, g, a["scale"], mean.shape[1])
     elif g.family == "full":
         s = a["scale"]
         name = f"{side}.scale ({g.param})"
@@ -160,6 +162,45 @@ def validate(op: str, side: str, g) -> None:
         if bad:
             fail(op, f"{side}.cov_diag gives a variance outside [1e-300, 1e300], found "
                      f"{_scalar(dg, bad)} at {_at2(bad)}")
+
+
+def _packed_entry(c: int):
+    """(r, c) of L at column c of a packed row (torch.tril_indices order)."""
+    r = int((math.isqrt(8 * c + 1) - 1) // 2)
+    return r, c - r * (r + 1) // 2
+
+
+def _validate_packed(op: str, side: str, g, s: torch.Tensor, d: int) -> None:
+    """The library's rules for packed_scale_tril (src/core/validate.cpp), in its order (the
+    first distribution that breaks one; in it, finiteness before the diagonal) and its words."""
+    name = f"{side}.scale (packed_scale_tril)"
+
+    def where(i, c):
+        r, cc = _packed_entry(c)
+        return f"row {i}, column {c} (L[{r}, {cc}])"
+
+    cols = torch.tensor([r * (r + 1) // 2 + r for r in range(d)], device=s.device)
+    finite = torch.isfinite(s)
+    x = s.index_select(-1, cols).to(compute_dtype(s.device))
+    if g.log_diagonal:
+        v = torch.exp(2.0 * x)
+        diag_ok = (v >= MIN_VARIANCE) & (v <= MAX_VARIANCE)
+    else:
+        diag_ok = (x > 0) & (x * x >= MIN_VARIANCE) & (x * x <= MAX_VARIANCE)
+    bad = _first(~finite.all(-1) | ~diag_ok.all(-1))
+    if not bad:
+        return
+    i = bad[0]
+    row = _first(~finite[i])
+    if row:
+        fail(op, f"{name} must be finite, found {_scalar(s, [i, row[0]])} at {where(i, row[0])}")
+    c = int(cols[_first(~diag_ok[i])[0]])
+    if g.log_diagonal:
+        fail(op, f"{name} must have diagonal entries x = log L_rr (log_diagonal) with exp(2 x) "
+                 f"in [1e-300, 1e300], found {_scalar(s, [i, c])} at {where(i, c)}")
+    fail(op, f"{name} must have a positive diagonal with squares in [1e-300, 1e300], found "
+             f"{_scalar(s, [i, c])} at {where(i, c)}; for log L_rr on the diagonal, set "
+             "log_diagonal")
 
 
 def check_jitter(op: str, jitter) -> None:

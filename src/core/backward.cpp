@@ -8,6 +8,8 @@
 #include "core/names.hpp"
 #include "core/options.hpp"
 #include "core/validate.hpp"
+#include "cpu/all_pairs.hpp"
+#include "cpu/backend.hpp"
 #include "cpu/backward.hpp"
 #include "cpu/parallel.hpp"
 #include "gausskl/gradients.hpp"
@@ -83,8 +85,11 @@ void kl_backward_impl(const Gaussians<T>& p, const Gaussians<T>& q, std::span<co
                       const Gradients<T>& dp, const Gradients<T>& dq, const Options& options) {
   const char* op = "kl_backward";
   detail::check_options(op, options);
-  detail::validate(op, "p", p, options.threads);
-  detail::validate(op, "q", q, options.threads);
+  // Full batches are validated on threads: as many as the computation itself will use, so that
+  // small calls (the blog's 5 x 3) start none.
+  const int threads = cpu::rowwise_workers(p, &q, std::max(p.n(), q.n()), options.threads);
+  detail::validate(op, "p", p, threads);
+  detail::validate(op, "q", q, threads);
   detail::validate_same_d(op, p, q);
   const std::int64_t n = detail::broadcast_rows(op, p, q);
   check_grad(op, grad.size(), n);
@@ -105,7 +110,9 @@ void kl_standard_normal_backward_impl(const Gaussians<T>& p, std::span<const T> 
                                       const Gradients<T>& dp, const Options& options) {
   const char* op = "kl_standard_normal_backward";
   detail::check_options(op, options);
-  detail::validate(op, "p", p, options.threads);
+  detail::validate(
+      op, "p", p,
+      cpu::rowwise_workers(p, static_cast<const Gaussians<T>*>(nullptr), p.n(), options.threads));
   check_grad(op, grad.size(), p.n());
   check_supported(op, "p", p);
   check_gradients(op, "p", p, dp);
@@ -121,9 +128,10 @@ void pairwise_backward_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::s
                             const Options& options) {
   const char* op = "pairwise_kl_backward";
   detail::check_options(op, options);
-  detail::validate(op, "p", p, options.threads);
+  const int threads = cpu::AllPairs::workers(p, q, cpu::resolve_threads(options.threads));
+  detail::validate(op, "p", p, threads);
   if (q) {
-    detail::validate(op, "q", *q, options.threads);
+    detail::validate(op, "q", *q, threads);
     detail::validate_same_d(op, p, *q);
   }
   const std::int64_t m = q ? q->n() : p.n();

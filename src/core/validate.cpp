@@ -93,35 +93,56 @@ std::string shape_text(const std::array<std::int64_t, Rank>& s) {
   return t + "]";
 }
 
-// Shape non-negative, data present, and every reachable offset representable in int64.
-template <class T, int Rank>
-void check_view(const char* op, const std::string& name, const View<T, Rank>& v) {
+// a * b and a + b, or checked_mul's and checked_add's errors for name() + what: the name is only
+// built on failure, so that checking valid input allocates nothing.
+template <class Name>
+std::int64_t product(const char* op, std::int64_t a, std::int64_t b, const Name& name,
+                     const char* what) {
+  std::int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) checked_mul(op, a, b, (name() + what).c_str());
+  return r;
+}
+template <class Name>
+std::int64_t sum(const char* op, std::int64_t a, std::int64_t b, const Name& name,
+                 const char* what) {
+  std::int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) checked_add(op, a, b, (name() + what).c_str());
+  return r;
+}
+
+// Shape non-negative, data present, and every reachable offset representable in int64. `name()`
+// words the array in messages.
+template <class T, int Rank, class Name>
+void check_view(const char* op, const Name& name, const View<T, Rank>& v) {
   std::int64_t elements = 1;
   std::int64_t reach = 0;
   for (int k = 0; k < Rank; ++k) {
-    if (v.shape[k] < 0) fail(op, name + " has a negative extent " + shape_text<Rank>(v.shape));
-    elements = checked_mul(op, elements, v.shape[k], (name + " element count").c_str());
+    if (v.shape[k] < 0) fail(op, name() + " has a negative extent " + shape_text<Rank>(v.shape));
+    elements = product(op, elements, v.shape[k], name, " element count");
     if (v.shape[k] > 0) {
       if (v.strides[k] == std::numeric_limits<std::int64_t>::min()) {
-        fail(op, name + " has an invalid stride");
+        fail(op, name() + " has an invalid stride");
       }
-      reach = checked_add(
-          op, reach,
-          checked_mul(op, v.shape[k] - 1, std::abs(v.strides[k]), (name + " offset").c_str()),
-          (name + " offset").c_str());
+      reach = sum(op, reach, product(op, v.shape[k] - 1, std::abs(v.strides[k]), name, " offset"),
+                  name, " offset");
     }
   }
-  if (elements > 0 && v.data == nullptr) fail(op, name + " has no data");
+  if (elements > 0 && v.data == nullptr) fail(op, name() + " has no data");
 }
 
-template <class T, int Rank>
-void check_shape(const char* op, const std::string& name, const View<T, Rank>& v,
+template <class T, int Rank, class Name>
+void check_shape(const char* op, const Name& name, const View<T, Rank>& v,
                  const std::type_identity_t<std::array<std::int64_t, Rank>>& expected) {
   if (v.shape != expected) {
-    fail(op, name + " has shape " + shape_text<Rank>(v.shape) + ", expected " +
+    fail(op, name() + " has shape " + shape_text<Rank>(v.shape) + ", expected " +
                  shape_text<Rank>(expected));
   }
   check_view(op, name, v);
+}
+
+// The name of an array for check_view and check_shape: side + suffix, e.g. "p.mean".
+auto named(const std::string& side, const char* suffix) {
+  return [&side, suffix] { return side + suffix; };
 }
 
 // Indices per chunk of first_invalid: a few microseconds of checks for the largest rows here
@@ -137,6 +158,12 @@ template <class Valid>
 std::int64_t first_invalid(std::int64_t n, int threads, const Valid& valid) {
   const int workers = static_cast<int>(
       std::clamp<std::int64_t>(cpu::resolve_threads(threads), 1, std::max<std::int64_t>(n, 1)));
+  if (workers == 1) {  // no shared counter, no std::function (which may allocate)
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (!valid(i)) return i;
+    }
+    return n;
+  }
   std::atomic<std::int64_t> next{0}, first{n};
   cpu::parallel_for(workers, workers, [&](int, std::int64_t, std::int64_t) {
     for (std::int64_t lo; (lo = next.fetch_add(kValidChunk)) < first.load();) {
@@ -253,14 +280,15 @@ bool all_within(const T* row, std::int64_t n, std::int64_t stride, T lo, T hi) {
 template <class T>
 void validate_diag(const char* op, const std::string& side, const DiagGaussians<T>& g,
                    int threads) {
-  const std::string name = side + ".scale (" + param_name(g.param) + ")";
   const Accepted ok = accepted(g.param);
-  check_shape(op, side + ".scale", g.scale, g.mean.shape);
+  check_shape(op, named(side, ".scale"), g.scale, g.mean.shape);
   const std::int64_t d = g.scale.shape[1];
   const auto [lo, hi] = bounds_in<T>(ok.lo, ok.hi);
   const std::int64_t first = first_invalid(g.scale.shape[0], threads, [&](std::int64_t i) {
     return all_within(&g.scale(i, 0), d, g.scale.strides[1], lo, hi);
   });
+  if (first == g.scale.shape[0]) return;
+  const std::string name = side + ".scale (" + param_name(g.param) + ")";
   for (std::int64_t i = first; i < g.scale.shape[0]; ++i) {
     for (std::int64_t h = 0; h < d; ++h) {
       check_variance(op, name, g.param, ok, g.scale(i, h), [=] { return at2(i, h); });
@@ -435,20 +463,92 @@ void check_full(const char* op, const std::string& name, const View<T, 3>& s, st
   }
 }
 
+// packed_scale_tril: [N, K], K = D (D + 1) / 2, L_rc (c <= r) at column r (r + 1) / 2 + c, so
+// the diagonal L_rr at r (r + 3) / 2. Values must be finite; the diagonal obeys the scale_tril
+// rule, or with log_diagonal holds x = log L_rr whose 2 x lies in logvar's accepted range (exp(2 x)
+// in [kMinVariance, kMaxVariance]). As for the other families: every distribution checked without
+// messages first, then the first that fails element by element, finiteness before the diagonal.
+template <class T>
+void validate_packed(const char* op, const std::string& side, const FullGaussians<T>& g,
+                     int threads) {
+  const auto name = [&side] { return side + ".scale (packed_scale_tril)"; };
+  const std::int64_t n = g.mean.shape[0], d = g.mean.shape[1];
+  // K = D (D + 1) / 2, halving the even factor first: it overflows only if K does.
+  const std::int64_t k = d % 2 == 0 ? product(op, d / 2, d + 1, name, " row length D (D + 1) / 2")
+                                    : product(op, d, sum(op, d, 1, name, " D + 1") / 2, name,
+                                              " row length D (D + 1) / 2");
+  const View<T, 2>& v = g.packed;
+  if (v.shape != std::array<std::int64_t, 2>{n, k}) {
+    fail(op, name() + " has shape " + shape_text<2>(v.shape) + ", expected " +
+                 shape_text<2>({n, k}) + " ([N, D (D + 1) / 2] with D = " + show(d) + " from " +
+                 side + ".mean)");
+  }
+  check_view(op, name, v);
+  checked_mul(op, n, k, "N * D (D + 1) / 2");
+  const Accepted log_ok = accepted(DiagParam::logvar);
+  const auto [lo, hi] = bounds_in<T>(log_ok.lo / 2, log_ok.hi / 2);  // exact halves
+  const std::int64_t stride = v.strides[1];
+  const std::int64_t first = first_invalid(n, threads, [&](std::int64_t i) {
+    const T* row = &v(i, 0);
+    if (count_nonfinite(row, k, stride) != 0) return false;
+    bool bad = false;
+    for (std::int64_t r = 0; r < d; ++r) {
+      const T x = row[r * (r + 3) / 2 * stride];
+      bad |= g.log_diagonal ? !(x >= lo && x <= hi) : !tril_diagonal_ok(x);
+    }
+    return !bad;
+  });
+  if (first == n) return;
+  // Where an entry is, in the packed array and in the factor.
+  const auto where = [&](std::int64_t c, std::int64_t r, std::int64_t s) {
+    return at2(first, c) + " (L[" + show(r) + ", " + show(s) + "])";
+  };
+  for (std::int64_t r = 0, c = 0; r < d; ++r) {
+    for (std::int64_t s = 0; s <= r; ++s, ++c) {
+      const T x = v(first, c);
+      if (!std::isfinite(x))
+        fail(op, name() + " must be finite, found " + show(x) + " at " + where(c, r, s));
+    }
+  }
+  for (std::int64_t r = 0; r < d; ++r) {
+    const std::int64_t c = r * (r + 3) / 2;
+    const T x = v(first, c);
+    if (g.log_diagonal && !(x >= lo && x <= hi)) {
+      fail(op, name() +
+                   " must have diagonal entries x = log L_rr (log_diagonal) with exp(2 x) in " +
+                   "[1e-300, 1e300], found " + show(x) + " at " + where(c, r, r));
+    }
+    if (!g.log_diagonal && !tril_diagonal_ok(x)) {
+      fail(op, name() + " must have a positive diagonal with squares in [1e-300, 1e300], found " +
+                   show(x) + " at " + where(c, r, r) + "; for log L_rr on the diagonal, set " +
+                   "log_diagonal");
+    }
+  }
+}
+
 // Every distribution is checked without messages, on `threads` threads; the element-wise checks
 // then run on the first that fails and name its first bad value.
 template <class T>
 void validate_full(const char* op, const std::string& side, const FullGaussians<T>& g,
                    int threads) {
-  const std::string name = side + ".scale (" + param_name(g.param) + ")";
+  if (g.param == FullParam::packed_scale_tril) {
+    validate_packed(op, side, g, threads);
+    return;
+  }
+  if (g.log_diagonal) {
+    fail(op, side + ".log_diagonal is set, but it applies to packed_scale_tril only (" + side +
+                 ".scale is " + param_name(g.param) + ")");
+  }
   const std::int64_t n = g.mean.shape[0], d = g.mean.shape[1];
-  check_shape(op, side + ".scale", g.scale, {n, d, d});
+  check_shape(op, named(side, ".scale"), g.scale, {n, d, d});
   checked_mul(op, checked_mul(op, n, d, "N * D * D"), d, "N * D * D");
   const bool lower = g.param == FullParam::scale_tril;
   const std::vector<T> window =
       lower && d > 0 && g.scale.strides[2] == 1 ? upper_window<T>(d) : std::vector<T>();
   const std::int64_t first = first_invalid(
       n, threads, [&](std::int64_t i) { return full_valid(g.scale, i, lower, window); });
+  if (first == n) return;
+  const std::string name = side + ".scale (" + param_name(g.param) + ")";
   for (std::int64_t i = first; i < n; ++i)
     check_full(op, name, g.scale, i, lower);
 }
@@ -458,8 +558,8 @@ void validate_low_rank(const char* op, const std::string& side, const LowRankGau
                        int threads) {
   const std::int64_t n = g.mean.shape[0], d = g.mean.shape[1];
   const std::int64_t r = g.cov_factor.shape[2];
-  check_shape(op, side + ".cov_factor", g.cov_factor, {n, d, r});
-  check_shape(op, side + ".cov_diag", g.cov_diag, g.mean.shape);
+  check_shape(op, named(side, ".cov_factor"), g.cov_factor, {n, d, r});
+  check_shape(op, named(side, ".cov_diag"), g.cov_diag, g.mean.shape);
   checked_mul(op, checked_mul(op, n, d, "N * D * R"), r, "N * D * R");
   const std::string diag_name = side + ".cov_diag";
   const Accepted ok = accepted(DiagParam::var);
@@ -495,7 +595,7 @@ void validate(const char* op, const char* side_c, const Gaussians<T>& g, int thr
   }
   const std::string side = side_c;
   const View<T, 2>& mean = g.mean();
-  check_view(op, side + ".mean", mean);
+  check_view(op, named(side, ".mean"), mean);
   if (mean.shape[1] < 1) fail(op, side + ".mean has D = 0; D must be at least 1");
   check_finite2(op, side + ".mean", mean, threads);
   std::visit(

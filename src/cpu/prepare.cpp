@@ -147,6 +147,21 @@ void prepare_family(const FullGaussians<T>& g, std::int64_t n, const Layout& lay
         out[j] = row[j * stride];
       std::fill(out + i + 1, out + d, 0.0);
     }
+  } else if (g.param == FullParam::packed_scale_tril) {
+    // Row i of L is packed entries i (i + 1) / 2 .. i (i + 1) / 2 + i. With log_diagonal the
+    // diagonal's logs are the inputs themselves: kept exact, not log(exp(x)).
+    const std::int64_t stride = g.packed.strides[1];
+    for (std::int64_t i = 0; i < d; ++i) {
+      const T* row = &g.packed(n, i * (i + 1) / 2);
+      double* out = base + i * d;
+      for (std::int64_t j = 0; j <= i; ++j)
+        out[j] = row[j * stride];
+      std::fill(out + i + 1, out + d, 0.0);
+      if (g.log_diagonal) {
+        slot[lay.log_diag + i] = out[i];
+        out[i] = std::exp(out[i]);
+      }
+    }
   } else {
     auto factor = [&](double add) {
       return g.param == FullParam::covariance
@@ -160,7 +175,8 @@ void prepare_family(const FullGaussians<T>& g, std::int64_t n, const Layout& lay
       if (factoring.jittered) factoring.jittered->fetch_add(1, std::memory_order_relaxed);
     }
   }
-  for (std::int64_t k = 0; k < d; ++k)
+  const bool logs_given = g.param == FullParam::packed_scale_tril && g.log_diagonal;
+  for (std::int64_t k = 0; k < d && !logs_given; ++k)
     slot[lay.log_diag + k] = std::log(base[k * d + k]);
   if (lay.with_inverse) prepare_inverse(lay, slot);
 }

@@ -97,13 +97,16 @@ void kl_rowwise_diag(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t 
                [&](int, std::int64_t lo, std::int64_t hi) { diag_rows(pd, qd, lo, hi, out); });
 }
 
-// Full p and full q, both scale_tril (the factors every full path would compute anyway): the
-// SIMD kernel of rowwise_full.hpp reads the views in place and cannot fail, so only its scratch
-// (per worker, a few tens of KiB at D = 32) and the result buffer are allocated.
+// Full p and full q, both given by their factors, scale_tril or packed_scale_tril (the factors
+// every full path would compute anyway): the SIMD kernel of rowwise_full.hpp reads the views in
+// place and cannot fail, so only its scratch (per worker, a few tens of KiB at D = 32) and the
+// result buffer are allocated.
 template <class T>
 const FullGaussians<T>* as_tril(const Gaussians<T>* g) {
   const auto* full = g ? std::get_if<FullGaussians<T>>(&g->variant()) : nullptr;
-  return full && full->param == FullParam::scale_tril ? full : nullptr;
+  const bool factor =
+      full && (full->param == FullParam::scale_tril || full->param == FullParam::packed_scale_tril);
+  return factor ? full : nullptr;
 }
 template <class T>
 bool both_tril(const Gaussians<T>& p, const Gaussians<T>* q) {

@@ -4,14 +4,17 @@
 // Per row pair, in double lanes:
 //   1. staging: Lq's lower triangle widened into a padded buffer (its entries are broadcast many
 //      times), and B = [delta | Lp] with rows padded by zeros, so that column s of B is column
-//      s - 1 of Lp and B's column 0 is the mean difference;
+//      s - 1 of Lp and B's column 0 is the mean difference. A factor is read in place, from
+//      scale_tril rows or packed_scale_tril rows (Factor below): never unpacked to D x D;
 //   2. the pivots 1 / Lq_kk and M's diagonal Lp_kk / Lq_kk;
 //   3. M = Lq^{-1} B by blocked forward substitution: B's columns in tiles of `vectors` vectors,
 //      rows in blocks of `rows`, each block a register tile. The rows above the block are
 //      subtracted first (independent FMAs: no latency chain), then the block's own triangle.
 //      Row j of M is zero right of its diagonal, so column s of B is 0 above row s - 1: a tile's
 //      rows start there, and row j contributes only the vectors up to its diagonal;
-//   4. the diagonal terms f(2 Log(ratio)) (Expm1MinusX, the diagonal kernel's branch-free form).
+//   4. the diagonal terms f(2 Log(ratio)) (Expm1MinusX, the diagonal kernel's branch-free form),
+//      or f(2 (x_p - x_q)) when both diagonals are given as logs x = log L_kk (log_diagonal):
+//      exact, where Log(ratio) would carry Exp's rounding into near-duplicates.
 // Pivots are applied as a multiplication by 1 / Lq_ii (a division per element would cost more
 // than the FMAs), except on M's diagonal, which is exactly 1 where Lp_ii = Lq_ii: with Lq = Lp
 // every entry left of it then cancels exactly, so KL(p || p) stays 0.
@@ -19,6 +22,9 @@
 // Measured (AVX3, 4096 x 32 float, one thread, kl_rowwise alone; tunables.hpp has the tile):
 // ~0.85 us a pair with the factors in L2, ~1.2 us streaming them from L3. Software prefetch of
 // the next pair's rows, 1 to 8 pairs ahead, measured flat (4.9-5.1 ms for the batch), so none.
+// Packed factors (gausskl_bench_rowwise_kernel, D = 32, CPU time, min of 8 on a loaded machine):
+// in L2 3-9% slower than scale_tril (masked staging), 3-5% more with log diagonals (Exp);
+// streamed (N = 4096) 24-26% faster (half the bytes).
 //
 // Accuracy: as the prepared path (tri_squares.hpp, kl_pair.hpp) up to one extra rounding per
 // entry from the reciprocal; Log within 4 ulp, f as rowwise_diag-inl.h. Measured against the
@@ -66,12 +72,13 @@ static_assert(kVectors <= kRowwiseFullMaxVectors);
 // The scratch of one worker, carved as rowwise_full_scratch sizes it.
 struct Work {
   std::int64_t d, ld_b, ld_q, ld_t;
-  double* b;      // [d * ld_b] B = [delta | Lp], rows zero-padded
-  double* lq;     // [d * ld_q] Lq, lower triangle (rounded up to whole vectors)
-  double* tile;   // [d * ld_t] the rows of M in the current tile of columns
-  double* inv;    // [ld_q] 1 / Lq_kk
-  double* ratio;  // [ld_q] Lp_kk / Lq_kk, M's diagonal
-  double* delta;  // [ld_q] mu_p - mu_q
+  double* b;          // [d * ld_b] B = [delta | Lp], rows zero-padded
+  double* lq;         // [d * ld_q] Lq, lower triangle (rounded up to whole vectors)
+  double* tile;       // [d * ld_t] the rows of M in the current tile of columns
+  double* inv;        // [ld_q] 1 / Lq_kk
+  double* ratio;      // [ld_q] Lp_kk / Lq_kk, M's diagonal
+  double* delta;      // [ld_q] mu_p - mu_q
+  double* log_ratio;  // [ld_q] log Lp_kk - log Lq_kk, when both are given as logs
 };
 
 inline Work Carve(std::int64_t d, double* scratch) {
@@ -86,7 +93,31 @@ inline Work Carve(std::int64_t d, double* scratch) {
   w.inv = w.tile + d * w.ld_t;
   w.ratio = w.inv + w.ld_q;
   w.delta = w.ratio + w.ld_q;
+  w.log_ratio = w.delta + w.ld_q;
   return w;
+}
+
+// One distribution's factor as the kernel reads it: scale_tril rows (row r at data + r row_stride,
+// zeros right of the diagonal) or packed rows (row r at data + r (r + 1) / 2 col_stride, its r + 1
+// entries only); with log_diagonal (packed only) the diagonal holds log L_rr.
+template <class T>
+struct Factor {
+  const T* data;
+  std::int64_t row_stride, col_stride;
+  bool packed, log_diagonal;
+
+  const T* Row(std::int64_t r) const {
+    return data + (packed ? r * (r + 1) / 2 * col_stride : r * row_stride);
+  }
+};
+
+template <class T>
+Factor<T> FactorOf(const FullGaussians<T>& g, std::int64_t i) {
+  if (g.param == FullParam::packed_scale_tril) {
+    return {g.packed.data + i * g.packed.strides[0], 0, g.packed.strides[1], true, g.log_diagonal};
+  }
+  return {g.scale.data + i * g.scale.strides[0], g.scale.strides[1], g.scale.strides[2], false,
+          false};
 }
 
 // dst[0, count) = src[0], src[stride], ... widened to double; whole vectors when contiguous.
@@ -236,12 +267,54 @@ HWY_INLINE void StageRow(DD d, const Work& w, const T* HWY_RESTRICT row, std::in
   }
 }
 
+// Row i of B from packed row i of Lp, the vectors StageRow writes: past its i + 1 entries a packed
+// row runs into the next rows, so every vector is masked to zero right of the diagonal. With unit
+// stride, whole vectors are loaded as in StageRow as long as they stay within the `readable`
+// entries from the row's start (the rest of the distribution's packed array); other vectors, and
+// strided rows, go through a buffer.
 template <class T>
-double TwoKl(DD d, const Work& w, const T* HWY_RESTRICT lp, const std::int64_t (&ps)[2],
-             const T* HWY_RESTRICT lq, const std::int64_t (&qs)[2], const T* HWY_RESTRICT mu,
-             std::int64_t mu_stride, const T* HWY_RESTRICT nu, std::int64_t nu_stride) {
+HWY_INLINE void StagePackedRow(DD d, const Work& w, const T* HWY_RESTRICT row, std::int64_t stride,
+                               std::int64_t readable, std::int64_t i, double delta,
+                               double* HWY_RESTRICT b) {
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  const std::int64_t vectors = std::min((w.d + lanes) / lanes, (i + kRows) / lanes + 1);
+  for (std::int64_t v = 0; v < vectors; ++v) {
+    const std::int64_t first = v * lanes - 1;  // the entry in lane 0 (-1: delta's column)
+    VD x;
+    if (first > i) {
+      x = hn::Zero(d);
+    } else if (stride == 1 && v == 0 && readable >= lanes) {
+      HWY_ALIGN std::int64_t up[hn::MaxLanes(DD())];
+      for (std::int64_t k = 0; k < lanes; ++k)
+        up[k] = k == 0 ? 0 : k - 1;
+      const VD shifted = hn::TableLookupLanes(LoadWide(d, row), hn::SetTableIndices(d, up));
+      x = hn::IfThenElse(hn::FirstN(d, 1), hn::Set(d, delta), shifted);
+    } else if (stride == 1 && v > 0 && first + lanes <= readable) {
+      x = LoadWide(d, row + first);
+    } else {
+      HWY_ALIGN double buf[hn::MaxLanes(DD())];
+      for (std::int64_t k = 0; k < lanes; ++k) {
+        const std::int64_t e = first + k;
+        buf[k] = e < 0 ? delta : e <= i ? static_cast<double>(row[e * stride]) : 0.0;
+      }
+      x = hn::Load(d, buf);
+    }
+    const auto keep = static_cast<std::size_t>(std::min(lanes, i + 1 - first));
+    hn::Store(hn::IfThenElseZero(hn::FirstN(d, keep), x), d, b + v * lanes);
+  }
+}
+
+// 2 KL of one pair. kPacked: either side is packed. Without it every packed and log branch folds
+// away, so that scale_tril pairs run the code they ran before packed factors existed.
+template <bool kPacked, class T>
+double TwoKl(DD d, const Work& w, const Factor<T>& lp, const Factor<T>& lq,
+             const T* HWY_RESTRICT mu, std::int64_t mu_stride, const T* HWY_RESTRICT nu,
+             std::int64_t nu_stride) {
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
   const std::int64_t dims = w.d;
+  const bool p_packed = kPacked && lp.packed, q_packed = kPacked && lq.packed;
+  const bool p_log = kPacked && lp.log_diagonal, q_log = kPacked && lq.log_diagonal;
+  const std::int64_t packed_size = dims * (dims + 1) / 2;
   if (mu_stride == 1 && nu_stride == 1) {
     std::int64_t k = 0;
     for (; k + lanes <= dims; k += lanes)
@@ -255,29 +328,41 @@ double TwoKl(DD d, const Work& w, const T* HWY_RESTRICT lp, const std::int64_t (
   }
   for (std::int64_t i = 0; i < dims; ++i) {
     double* b = w.b + i * w.ld_b;
-    if (ps[1] == 1) {
-      StageRow(d, w, lp + i * ps[0], i, w.delta[i], b);
+    if (p_packed) {
+      StagePackedRow(d, w, lp.Row(i), lp.col_stride, packed_size - i * (i + 1) / 2, i, w.delta[i],
+                     b);
+    } else if (lp.col_stride == 1) {
+      StageRow(d, w, lp.Row(i), i, w.delta[i], b);
     } else {
       // Strided: the same values, element by element, and zeros past Lp's last column.
       b[0] = w.delta[i];
-      Widen(d, lp + i * ps[0], ps[1], dims, b + 1);
+      Widen(d, lp.Row(i), lp.col_stride, dims, b + 1);
       hn::StoreU(hn::Zero(d), d, b + dims + 1);
     }
-    const std::int64_t row = std::min(dims, (i + lanes) / lanes * lanes);
-    Widen(d, lq + i * qs[0], qs[1], row, w.lq + i * w.ld_q);
+    // Whole vectors, as far as they stay within the array: what lies right of the diagonal (the
+    // next rows' entries, for a packed row) is never read.
+    const std::int64_t whole = std::min(dims, (i + lanes) / lanes * lanes);
+    const std::int64_t row = q_packed ? std::min(whole, packed_size - i * (i + 1) / 2) : whole;
+    Widen(d, lq.Row(i), lq.col_stride, row, w.lq + i * w.ld_q);
   }
   // M's diagonal and pivots first: the solve needs them. The ratio is exactly 1 where the
   // diagonals are equal (a product with a rounded reciprocal might not be), which keeps
   // KL(p || p) at 0; elsewhere it costs one rounding more than a division, which the Log's
-  // own division makes the costliest instruction here.
+  // own division makes the costliest instruction here. The staged diagonals are read only here
+  // (the solve takes the ratio and 1 / Lq_kk instead), so logs (log_diagonal) stay logs there.
+  const bool logs = p_log && q_log;
+  const double pad_p = p_log ? 0.0 : 1.0, pad_q = q_log ? 0.0 : 1.0;
   for (std::int64_t k0 = 0; k0 < dims; k0 += lanes) {
     HWY_ALIGN double a[hn::MaxLanes(DD())], c[hn::MaxLanes(DD())];
     for (std::int64_t k = 0; k < lanes; ++k) {
       const bool in = k0 + k < dims;
-      a[k] = in ? w.b[(k0 + k) * w.ld_b + k0 + k + 1] : 1.0;
-      c[k] = in ? w.lq[(k0 + k) * w.ld_q + k0 + k] : 1.0;
+      a[k] = in ? w.b[(k0 + k) * w.ld_b + k0 + k + 1] : pad_p;
+      c[k] = in ? w.lq[(k0 + k) * w.ld_q + k0 + k] : pad_q;
     }
-    const VD vp = hn::Load(d, a), vq = hn::Load(d, c);
+    VD vp = hn::Load(d, a), vq = hn::Load(d, c);
+    if (logs) hn::Store(hn::Sub(vp, vq), d, w.log_ratio + k0);
+    if (p_log) vp = hn::Exp(d, vp);
+    if (q_log) vq = hn::Exp(d, vq);
     const VD inv = hn::Div(hn::Set(d, 1.0), vq);
     hn::Store(inv, d, w.inv + k0);
     hn::Store(hn::IfThenElse(hn::Eq(vp, vq), hn::Set(d, 1.0), hn::Mul(vp, inv)), d, w.ratio + k0);
@@ -287,8 +372,13 @@ double TwoKl(DD d, const Work& w, const T* HWY_RESTRICT lp, const std::int64_t (
   // chains overlap its last blocks.
   VD f = hn::Zero(d);
   for (std::int64_t k0 = 0; k0 < dims; k0 += lanes) {
-    const VD ratio = hn::Load(d, w.ratio + k0);
-    const VD half_r = hn::IfThenZeroElse(hn::Eq(ratio, hn::Set(d, 1.0)), hn::Log(d, ratio));
+    VD half_r;
+    if (logs) {
+      half_r = hn::Load(d, w.log_ratio + k0);
+    } else {
+      const VD ratio = hn::Load(d, w.ratio + k0);
+      half_r = hn::IfThenZeroElse(hn::Eq(ratio, hn::Set(d, 1.0)), hn::Log(d, ratio));
+    }
     f = hn::Add(f, Expm1MinusX(d, hn::Add(half_r, half_r)));
   }
   return hn::GetLane(hn::SumOfLanes(d, hn::Add(f, squares)));
@@ -300,14 +390,16 @@ void Rows(const FullGaussians<T>& p, const FullGaussians<T>& q, std::int64_t lo,
   const DD d;
   const Work w = Carve(p.mean.shape[1], scratch);
   const bool p_once = p.mean.shape[0] == 1, q_once = q.mean.shape[0] == 1;
-  const std::int64_t ps[2] = {p.scale.strides[1], p.scale.strides[2]};
-  const std::int64_t qs[2] = {q.scale.strides[1], q.scale.strides[2]};
+  const bool packed =
+      p.param == FullParam::packed_scale_tril || q.param == FullParam::packed_scale_tril;
   for (std::int64_t i = lo; i < hi; ++i) {
     const std::int64_t ip = p_once ? 0 : i, iq = q_once ? 0 : i;
+    const Factor<T> lp = FactorOf(p, ip), lq = FactorOf(q, iq);
+    const T* mu = p.mean.data + ip * p.mean.strides[0];
+    const T* nu = q.mean.data + iq * q.mean.strides[0];
     const double two_kl =
-        TwoKl(d, w, p.scale.data + ip * p.scale.strides[0], ps,
-              q.scale.data + iq * q.scale.strides[0], qs, p.mean.data + ip * p.mean.strides[0],
-              p.mean.strides[1], q.mean.data + iq * q.mean.strides[0], q.mean.strides[1]);
+        packed ? TwoKl<true>(d, w, lp, lq, mu, p.mean.strides[1], nu, q.mean.strides[1])
+               : TwoKl<false>(d, w, lp, lq, mu, p.mean.strides[1], nu, q.mean.strides[1]);
     // Every term is >= 0 up to round-off; the clamp only guards the sign of KL.
     out[i] = 0.5 * std::max(two_kl, 0.0);
   }

@@ -1,4 +1,5 @@
-// Row-wise KL between full Gaussians both given by scale_tril, read in place: the SIMD kernel
+// Row-wise KL between full Gaussians both given by their factors (scale_tril or
+// packed_scale_tril, either with a log diagonal), read in place: the SIMD kernel
 // (rowwise_full-inl.h, one per Highway target, picked at run time by rowwise_full.cpp). No
 // prepared copies and nothing that can fail: validated factors have a positive diagonal.
 //
@@ -31,16 +32,16 @@ inline std::int64_t rowwise_full_ld_q(std::int64_t d) {
 }
 
 // Doubles of scratch one worker needs at dimension d (any target): the staged factors, the rows
-// of one tile of M, 1 / Lq_kk, Lp_kk / Lq_kk and mu_p - mu_q.
+// of one tile of M, 1 / Lq_kk, Lp_kk / Lq_kk, mu_p - mu_q and log Lp_kk - log Lq_kk.
 inline std::int64_t rowwise_full_scratch(std::int64_t d) {
   return d * (rowwise_full_ld_b(d) + rowwise_full_ld_q(d) +
               kRowwiseFullMaxVectors * kRowwiseFullPad) +
-         3 * rowwise_full_ld_q(d);
+         4 * rowwise_full_ld_q(d);
 }
 
 // out[i] = KL(p_i || q_i) for lo <= i < hi (out is indexed by i itself), a side with one row
-// broadcast over every i. p and q must hold valid scale_tril factors; scratch holds
-// rowwise_full_scratch(d) doubles, 64-byte aligned. The result of a row depends only on that
+// broadcast over every i. p and q must hold valid scale_tril or packed_scale_tril factors; scratch
+// holds rowwise_full_scratch(d) doubles, 64-byte aligned. The result of a row depends only on that
 // row and the target, never on lo, hi or the strides of the views.
 template <class T>
 void rowwise_full(const FullGaussians<T>& p, const FullGaussians<T>& q, std::int64_t lo,

@@ -112,6 +112,21 @@ inline constexpr std::int64_t kRowwiseDiagPairMaxD = 64;
 // does; 256 is 2 KiB.
 inline constexpr std::int64_t kRowwiseDiagBlock = 256;
 
+// ---- rowwise_backward (rowwise_backward.cpp): the row-wise gradients ----
+
+// Rows per chunk of the gradients' driver: the unit handed to a worker from a shared counter and,
+// for a side broadcast over the rows, the unit of its sums (each chunk sums its rows, then the
+// chunks are added in order), so that the bits do not depend on the thread count; a broadcast
+// side keeps one slot of sums per chunk (chunks x row size doubles). Diagonal rows: 64 rows of
+// D = 32 take ~2.5 us, of D = 256 ~20 us (1.2 ns per element, AVX3, min of 2000 calls). Full
+// rows cost ~4x the forward's (1.06 us a pair at d = 16, 3.6 at d = 32): 16 rows, ~17 us at
+// d = 16, so that the blog-sized 256 x 16 batch makes 16 chunks for two workers rather than 4
+// (a worker descheduled on this shared machine strands its chunk; the forward's 64-pair chunks
+// take ~60 us at d = 32). Not tuned on an idle machine: the 2 cores were loaded (load 6-8) the
+// whole time these kernels were written, which made 2-worker timings meaningless.
+inline constexpr std::int64_t kRowwiseBackwardDiagChunk = 64;
+inline constexpr std::int64_t kRowwiseBackwardFullChunk = 16;
+
 // ---- full_gemm (full_gemm.hpp): the GEMM of full-covariance all-pairs KL ----
 
 // Depth of a block of k summed in the 8 lanes before its sum is added to the entry: the error
@@ -158,5 +173,62 @@ inline constexpr TriTileShape kRowwiseFullTileOther{2, 4};
 inline constexpr std::int64_t kRowwiseFullChunk = 64;
 // The widest tile of any target, which sizes the scratch.
 inline constexpr std::int64_t kRowwiseFullMaxVectors = 4;
+
+// The register block of the full backward's O(d^3) steps (rowwise_full_backward-inl.h): `rows`
+// rows by `vectors` vectors of columns, each vector loaded from another row serving `rows` rows.
+// The kernel alone on 256 pairs of float factors (128 at d = 64), every gradient, one thread,
+// min of 300 calls, us a pair at d = 16 / 32 (the forward kernel: 0.28 / 0.85):
+//   AVX3  4x1 1.05 / 3.16 (d = 64: 13.8), 4x2 1.01 / 3.43, 3x2 1.01 / 3.65, 2x4 1.04 / 3.70,
+//         4x4 1.07 / 3.96 (d = 64: 16.4), 8x1 1.42 / 4.45
+//   AVX2  4x2 1.05 / 3.71, 2x2 1.09 / 4.19, 4x1 1.12 / 4.33
+// Narrow tiles win on AVX-512: the staircase (row j of X is 0 past column j + 1) leaves whole
+// vectors of a wide tile empty, and rows start their tiles later.
+inline constexpr TriTileShape kRowwiseFullBackwardTileAvx3{4, 1};
+inline constexpr TriTileShape kRowwiseFullBackwardTileOther{4, 2};
+
+// ---- pairwise_backward (pairwise_backward_gemm.hpp, _uniform.hpp): gradients of all-pairs KL ----
+// Machine for this section: 2 cores of an AMD EPYC (Zen 4, AVX-512 executed as 2 x 256 bits,
+// 32 KiB L1d and 1 MiB L2 per core), shared with four other jobs: figures are CPU time of one
+// thread, min of repeated calls (wall time swung 2-4x with the other jobs' load).
+// The four products G [lam, nu lam] and G^T [mu, v + mu^2] run in double: float operands fail
+// the per-element accuracy on adversarial data (rounding lam alone to float gives errors 2-6
+// times the 1e-6 bar; a float GEMM 23-108 times), so the kernel is a double GEMM. Its floor on
+// this machine: the microkernel alone on L1-resident panels runs 28.6 GFMA/s per core, one
+// 512-bit FMA per cycle; B = 1024, H = 256 (1.07 G multiply-adds) is then >= 19 ms on 2 cores.
+
+// Register tile of the GEMM microkernel (pairwise_backward_ukr-inl.h): mr rows of A (G or G^T)
+// by nr_vectors vectors of B's columns; mr * nr_vectors accumulators.
+struct GemmTileShape {
+  std::int64_t mr;
+  std::int64_t nr_vectors;
+};
+// AVX-512 (32 registers): 24 accumulators + 2 B vectors, broadcasts folded into the FMAs. The
+// whole backward, B = 1024, random G, 1 thread: 12x2 51.7 ms, 8x3 51.2 (flat).
+inline constexpr GemmTileShape kGemmTileAvx3{12, 2};
+// AVX2 (16 registers): 12 accumulators + 2 B vectors + 1 broadcast. Not tuned.
+inline constexpr GemmTileShape kGemmTileAvx2{6, 2};
+// SSE4/SSSE3 (16 registers, no FMA): not tuned (fallback only).
+inline constexpr GemmTileShape kGemmTileSse4{4, 2};
+// The scalar reference kernel (pairwise_backward_ukr_ref.cpp): any shape works, not tuned.
+inline constexpr std::int64_t kGemmRefMr = 4;
+inline constexpr std::int64_t kGemmRefNr = 4;
+
+// Cache blocks of the backward's loop nest: KC steps of the sum (rows of B) per packed block of
+// A, MC rows of A per block (a multiple of every target's mr), and h-chunks of kBackwardChunkH
+// dimensions, whose 2 * kBackwardChunkH product columns a worker keeps for MC rows. KC also
+// bounds each entry's multiply-add chain (the error bound, pairwise_backward_gemm.hpp). Same
+// measure as the tile: KC 64 62.4 ms, 128 58.5, 256 55.3, 512 50.6-51.7, 1024 49.0 (within
+// noise of 512, and an A block of 768 KiB crowds L2).
+inline constexpr std::int64_t kGemmKC = 512;
+inline constexpr std::int64_t kGemmMC = 96;
+inline constexpr std::int64_t kBackwardChunkH = 256;
+
+// Backward calls of fewer than this many multiply-adds per worker run on fewer workers (each
+// parallel region starts its threads afresh, parallel.hpp): B = 100, H = 256 (10M) keeps two.
+inline constexpr std::int64_t kBackwardWorkPerThread = std::int64_t{1} << 22;
+// The closed forms of a uniform grad (pairwise_backward_uniform.hpp) cost about 6 ns per element
+// of the batches (B = 100, H = 256, q = p: 0.15 ms on one thread, validation included); fewer
+// elements than this per worker run on fewer workers (B = 1024: two, 1.15 ms of CPU each).
+inline constexpr std::int64_t kBackwardUniformWorkPerThread = std::int64_t{1} << 16;
 
 }  // namespace gausskl::cpu

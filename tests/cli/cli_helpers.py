@@ -5,13 +5,17 @@ import io
 import numpy as np
 
 DIAG_PARAMS = ("std", "var", "logvar", "precision")
-FULL_PARAMS = ("scale_tril", "covariance", "precision_matrix")
+FULL_PARAMS = ("scale_tril", "covariance", "precision_matrix", "packed_scale_tril")
 # One representative per family, for the family x family grids.
 FAMILIES = ("std", "scale_tril", "lowrank")
 
 
-def gaussians(rng, kind, n, d, dtype=np.float64, rank=2):
-    """n Gaussians in dimension d; kind is a diagonal or full parameter name, or 'lowrank'."""
+def gaussians(rng, kind, n, d, dtype=np.float64, rank=2, log_diagonal=False):
+    """n Gaussians in dimension d; kind is a diagonal or full parameter name, or 'lowrank'.
+
+    packed_scale_tril is L's lower triangle row by row (np.tril_indices order, as torch's), with
+    log_diagonal its diagonal as log L_rr.
+    """
     mean = rng.normal(0.0, 2.0, (n, d))
     if kind in DIAG_PARAMS:
         var = rng.uniform(0.5, 2.0, (n, d)) ** 2
@@ -20,7 +24,13 @@ def gaussians(rng, kind, n, d, dtype=np.float64, rank=2):
     elif kind in FULL_PARAMS:
         L = np.tril(rng.normal(0.0, 0.3, (n, d, d)), -1)
         L += np.einsum("nd,de->nde", rng.uniform(0.5, 1.5, (n, d)), np.eye(d))
-        g = {"mean": mean, kind: L if kind == "scale_tril" else _matrix(L, kind)}
+        if kind == "packed_scale_tril":
+            if log_diagonal:
+                L[:, np.arange(d), np.arange(d)] = np.log(np.diagonal(L, axis1=1, axis2=2))
+            rows, cols = np.tril_indices(d)
+            g = {"mean": mean, kind: L[:, rows, cols]}
+        else:
+            g = {"mean": mean, kind: L if kind == "scale_tril" else _matrix(L, kind)}
     else:
         assert kind == "lowrank"
         g = {

@@ -2,9 +2,11 @@
 C++ library.
 
 A batch of Gaussians is a dict of arrays named as in the CLI input files: `mean` plus one of
-`std`, `var`, `logvar`, `precision`, `scale_tril`, `covariance`, `precision_matrix`, or
-`cov_factor` with `cov_diag`. A 1-D `mean` is one distribution. Diagonal pairs use the closed
-form; anything else is densified to covariances and goes through a Cholesky factor and solves:
+`std`, `var`, `logvar`, `precision`, `scale_tril`, `covariance`, `precision_matrix`,
+`packed_scale_tril` (L's lower triangle row by row, its diagonal as log L_rr with
+log_diagonal=True, as the CLI's --log-diagonal), or `cov_factor` with `cov_diag`. A 1-D `mean`
+is one distribution. Diagonal pairs use the closed form; anything else is densified to
+covariances and goes through a Cholesky factor and solves:
 
     2 KL(p || q) = tr(T^-1 S) + (mu_p - mu_q)' T^-1 (mu_p - mu_q) - D + log|T| - log|S|
 """
@@ -35,12 +37,24 @@ def _variance(g):
     return None
 
 
-def _covariance(g):
+def _unpack(packed, d, log_diagonal):
+    """[N, d (d + 1) / 2] -> [N, d, d], as the blog post's form_cholesky_tril_from_elements."""
+    L = np.zeros((packed.shape[0], d, d))
+    rows, cols = np.tril_indices(d)
+    L[:, rows, cols] = packed
+    if log_diagonal:
+        L[:, np.arange(d), np.arange(d)] = np.exp(np.diagonal(L, axis1=1, axis2=2))
+    return L
+
+
+def _covariance(g, log_diagonal=False):
     var = _variance(g)
     if var is not None:
         return var[:, :, np.newaxis] * np.eye(var.shape[1])
-    if "scale_tril" in g:
-        L = g["scale_tril"]
+    if "scale_tril" in g or "packed_scale_tril" in g:
+        L = g.get("scale_tril")
+        if L is None:
+            L = _unpack(g["packed_scale_tril"], g["mean"].shape[1], log_diagonal)
         return L @ L.transpose(0, 2, 1)
     if "covariance" in g:
         return g["covariance"]
@@ -67,35 +81,36 @@ def _kl_full(mp, S, mq, T):
     return 0.5 * (trace + maha - mp.shape[-1] + _logdet(Lq) - _logdet(Lp))
 
 
-def _kl_rows(p, ip, q, iq):
+def _kl_rows(p, ip, q, iq, log_diagonal=False):
     """KL(p[ip[k]] || q[iq[k]]) for each k."""
     vp, vq = _variance(p), _variance(q)
     if vp is not None and vq is not None:
         return _kl_diag(p["mean"][ip], vp[ip], q["mean"][iq], vq[iq])
-    return _kl_full(p["mean"][ip], _covariance(p)[ip], q["mean"][iq], _covariance(q)[iq])
+    sp, sq = _covariance(p, log_diagonal), _covariance(q, log_diagonal)
+    return _kl_full(p["mean"][ip], sp[ip], q["mean"][iq], sq[iq])
 
 
 def standard_normal(d):
     return {"mean": np.zeros((1, d)), "var": np.ones((1, d))}
 
 
-def kl(p, q=None):
+def kl(p, q=None, log_diagonal=False):
     """out[i] = KL(p_i || q_i), N = 1 broadcasting on either side; q = N(0, I) when None."""
     p = _batched(p)
     q = standard_normal(p["mean"].shape[1]) if q is None else _batched(q)
     n, m = len(p["mean"]), len(q["mean"])
     assert n == m or n == 1 or m == 1
     k = np.arange(max(n, m))
-    return _kl_rows(p, np.minimum(k, n - 1), q, np.minimum(k, m - 1))
+    return _kl_rows(p, np.minimum(k, n - 1), q, np.minimum(k, m - 1), log_diagonal)
 
 
-def pairwise(p, q=None):
+def pairwise(p, q=None, log_diagonal=False):
     """out[i, j] = KL(p_i || q_j); q = p when None."""
     p = _batched(p)
     q = p if q is None else _batched(q)
     n, m = len(p["mean"]), len(q["mean"])
     i, j = np.meshgrid(np.arange(n), np.arange(m), indexing="ij")
-    return _kl_rows(p, i.ravel(), q, j.ravel()).reshape(n, m)
+    return _kl_rows(p, i.ravel(), q, j.ravel(), log_diagonal).reshape(n, m)
 
 
 def knn(matrix, k, exclude_self=False):

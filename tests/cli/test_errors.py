@@ -203,3 +203,71 @@ def test_error_with_stdout_output_prints_nothing(gausskl, tmp_path, rng, target)
     result = gausskl("pairwise", "--p", *save(tmp_path, "p", p), "-o", "-")
     assert_rejected(result, target, r"p\.(std|scale \(std\))", r"row 0, column 0")
     assert result.stdout == ""
+
+
+@pytest.mark.parametrize("existing", [True, False])
+@pytest.mark.parametrize("command", ["kl", "pairwise", "knn"])
+def test_log_diagonal_without_packed_input(gausskl, tmp_path, rng, q_args, command, existing):
+    p = gaussians(rng, "scale_tril", 3, 4)
+    target = Target(tmp_path / "out", OUTPUT_NAMES[command], existing)
+    k = ["-k", 2] if command == "knn" else []
+    result = gausskl(command, "--p", *save(tmp_path, "p", p), *q_args, *k, "--log-diagonal",
+                     "-o", target.path)
+    assert_rejected(result, target, r"--log-diagonal", r"packed_scale_tril",
+                    r"neither p nor q has")
+
+
+def test_log_diagonal_without_packed_input_or_q(gausskl, tmp_path, rng, target):
+    p = gaussians(rng, "std", 3, 4)
+    result = gausskl("kl", "--p", *save(tmp_path, "p", p), "--log-diagonal", "-o", target.path)
+    assert_rejected(result, target, r"--log-diagonal", r"p does not have")
+
+
+def test_scale_tril_and_packed_scale_tril(gausskl, tmp_path, rng, target):
+    p = gaussians(rng, "packed_scale_tril", 3, 4)
+    p["scale_tril"] = gaussians(rng, "scale_tril", 3, 4)["scale_tril"]
+    result = gausskl("kl", "--p", *save(tmp_path, "p", p), "-o", target.path)
+    assert_rejected(result, target, r"two scale descriptions", r"\bpacked_scale_tril\b",
+                    r"\bscale_tril\b")
+
+
+@pytest.mark.parametrize("fmt", ["npz", "npy"])
+def test_packed_length_is_not_d_d_plus_1_over_2(gausskl, tmp_path, rng, target, fmt):
+    p = gaussians(rng, "packed_scale_tril", 3, 3)
+    p["packed_scale_tril"] = p["packed_scale_tril"][:, :5]  # K = 5, D = 3 needs 6
+    result = gausskl("kl", "--p", *save(tmp_path, "p", p, fmt), "-o", target.path)
+    assert_rejected(result, target, r"p\.scale \(packed_scale_tril\)", r"shape \[3, 5\]",
+                    r"expected \[3, 6\]", r"D \(D \+ 1\) / 2", r"D = 3")
+
+
+def test_packed_rank_does_not_match_mean(gausskl, tmp_path, rng, target):
+    p = gaussians(rng, "packed_scale_tril", 3, 3)
+    p["mean"] = p["mean"][0]  # one distribution: packed_scale_tril must then be [K]
+    result = gausskl("kl", "--p", *save(tmp_path, "p", p), "-o", target.path)
+    assert_rejected(result, target, r"p\.packed_scale_tril", r"\[3, 6\]", r"1-D")
+
+
+def test_packed_negative_diagonal_suggests_log_diagonal(gausskl, tmp_path, rng, target):
+    p = gaussians(rng, "packed_scale_tril", 3, 3)
+    p["packed_scale_tril"][1, 2] = -0.5  # L[1, 1]
+    result = gausskl("pairwise", "--p", *save(tmp_path, "p", p), "-o", target.path)
+    assert_rejected(result, target, r"p\.scale \(packed_scale_tril\)", r"positive diagonal",
+                    r"-0\.5", r"row 1, column 2 \(L\[1, 1\]\)", r"pass --log-diagonal")
+
+
+def test_packed_log_diagonal_out_of_range(gausskl, tmp_path, rng, target, q_args):
+    p = gaussians(rng, "packed_scale_tril", 3, 4, log_diagonal=True)
+    p["packed_scale_tril"][2, 9] = 400.0  # log L[3, 3]: exp(800) is past 1e300
+    result = gausskl("kl", "--p", *save(tmp_path, "p", p), *q_args, "--log-diagonal",
+                     "-o", target.path)
+    assert_rejected(result, target, r"p\.scale \(packed_scale_tril\)", r"log L_rr",
+                    r"exp\(2 x\) in \[1e-300, 1e300\]", r"\b400\b", r"row 2, column 9 \(L\[3, 3\]\)")
+
+
+def test_packed_nan(gausskl, tmp_path, rng, target):
+    p = gaussians(rng, "packed_scale_tril", 3, 4, log_diagonal=True)
+    p["packed_scale_tril"][0, 4] = np.nan  # L[2, 1]
+    result = gausskl("knn", "--p", *save(tmp_path, "p", p), "-k", 1, "--log-diagonal",
+                     "-o", target.path.with_suffix(".npz"))
+    assert_rejected(result, target, r"p\.scale \(packed_scale_tril\)", r"(?i)nan", r"finite",
+                    r"row 0, column 4 \(L\[2, 1\]\)")

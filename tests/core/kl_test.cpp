@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gausskl/ops.hpp"
@@ -258,6 +259,139 @@ TEST(Kl, DiagonalOutputMayOverlapAnInput) {
   // Enough work for two workers (kRowwiseWorkPerThread).
   check_output_over_input<float>(2048, 64);
   check_output_over_input<double>(2048, 64);
+}
+
+// Packed factors, with and without log diagonals, on either side against every family and form
+// (the SIMD kernel against factors, the prepared path against the rest), D across the kernel's
+// vector widths and tiles up to 128, on all data, float and double.
+TEST(Kl, PackedDimensions) {
+  Rng rng(19);
+  for (const std::int64_t d : {1, 2, 9, 17, 64, 128})
+    for (const Data data : all_data())
+      for (const Layout& packed : packed_layouts())
+        for (const Layout& other : packed_partners()) {
+          if (q_derived_from_p(data) && other.family != Family::full) continue;
+          for (const bool packed_is_p : {true, false}) {
+            const Layout &lp = packed_is_p ? packed : other, &lq = packed_is_p ? other : packed;
+            SCOPED_TRACE(name(data) + ", D = " + std::to_string(d) + ", " + name(lp) + " || " +
+                         name(lq));
+            const auto [ps, qs] = make_specs(rng, data, lp.family, lq.family, 3, 3, d);
+            const bool zero = data == Data::identical && lp.log_diagonal == lq.log_diagonal &&
+                              (lp.full == FullParam::scale_tril ||
+                               lq.full == FullParam::scale_tril || lp.full == lq.full);
+            const std::string row = pair_name(lp.family, lq.family);
+            const Batch<float> pf = make_batch<float>(ps, lp), qf = make_batch<float>(qs, lq);
+            check_kl<float>(pf.view(), qf.view(), row, zero);
+            const Batch<double> pd = make_batch<double>(ps, lp), qd = make_batch<double>(qs, lq);
+            check_kl<double>(pd.view(), qd.view(), row, zero);
+          }
+        }
+}
+
+// D = 1024 through the row-wise kernel: packed p with log diagonals against packed q, one pair
+// (the long-double reference takes seconds here). The double batches are the float ones widened.
+TEST(Kl, PackedLargeDimension) {
+  Rng rng(20);
+  const auto [ps, qs] = make_specs(rng, Data::adversarial, Family::full, Family::full, 1, 1, 1024);
+  const Batch<float> pf = make_batch<float>(ps, packed_layouts()[1]);
+  const Batch<float> qf = make_batch<float>(qs, packed_layouts()[0]);
+  const Batch<double> pd = cast<double>(pf), qd = cast<double>(qf);
+  const std::vector<long double> ref = reference_kl(pf.view(), qf.view());
+  const auto f = run_kl<float, float>(pf.view(), qf.view());
+  const auto fd = run_kl<float, double>(pf.view(), qf.view());
+  const auto d = run_kl<double, double>(pd.view(), qd.view());
+  expect_within_bar<float, float>("kl", "full/full", std::span<const float>(f), ref);
+  expect_within_bar<float, double>("kl", "full/full", std::span<const double>(fd), ref);
+  expect_within_bar<double, double>("kl", "full/full", std::span<const double>(d), ref);
+}
+
+TEST(Kl, PackedBroadcastsASideWithOneRow) {
+  Rng rng(21);
+  for (const Layout& packed : packed_layouts())
+    for (const Layout& other : packed_partners())
+      for (const auto& [n, m] : {std::pair{1, 5}, {5, 1}, {1, 1}})
+        for (const bool packed_is_p : {true, false}) {
+          const Layout &lp = packed_is_p ? packed : other, &lq = packed_is_p ? other : packed;
+          SCOPED_TRACE(name(lp) + " || " + name(lq) + ", N = " + std::to_string(n) +
+                       ", M = " + std::to_string(m));
+          const auto [ps, qs] = make_specs(rng, Data::adversarial, lp.family, lq.family, n, m, 6);
+          const Batch<double> p = make_batch<double>(ps, lp), q = make_batch<double>(qs, lq);
+          check_kl<double>(p.view(), q.view(), pair_name(lp.family, lq.family));
+          const Batch<float> pf = make_batch<float>(ps, lp), qf = make_batch<float>(qs, lq);
+          check_kl<float>(pf.view(), qf.view(), pair_name(lp.family, lq.family));
+        }
+}
+
+// Packed views read through padded, backwards strides give the bits of the contiguous ones, on
+// the kernel's path (against factors) and the prepared path (against the other families); a
+// broadcast row (stride 0) is one row.
+TEST(Kl, PackedReadsThroughStrides) {
+  Rng rng(22);
+  for (const Layout& packed : packed_layouts())
+    for (const Layout& other : packed_partners()) {
+      SCOPED_TRACE(name(packed) + " || " + name(other));
+      const auto [ps, qs] =
+          make_specs(rng, Data::adversarial, packed.family, other.family, 4, 4, 7);
+      const Batch<double> p = make_batch<double>(ps, packed), q = make_batch<double>(qs, other);
+      std::vector<std::vector<double>> storage;
+      const Gaussians<double> p_s = restrided(p.view(), storage);
+      const Gaussians<double> q_s = restrided(q.view(), storage);
+      const std::string row = pair_name(packed.family, other.family);
+      check_kl<double>(p_s, q_s, row);
+      check_kl<double>(q_s, p_s, pair_name(other.family, packed.family));
+      EXPECT_EQ((run_kl<double, double>(p_s, q_s)), (run_kl<double, double>(p.view(), q.view())));
+      EXPECT_EQ((run_kl<double, double>(q_s, p_s)), (run_kl<double, double>(q.view(), p.view())));
+      FullGaussians<double> p0 = std::get<FullGaussians<double>>(p.view().variant());
+      p0.mean.strides[0] = p0.packed.strides[0] = 0;
+      FullGaussians<double> p1 = p0;
+      p1.mean.shape[0] = p1.packed.shape[0] = 1;
+      EXPECT_EQ((run_kl<double, double>(p0, q.view())), (run_kl<double, double>(p1, q.view())));
+    }
+}
+
+// A packed factor is the scale_tril with the same entries: without log diagonals the same bits,
+// on every path, for every op on either side. With log diagonals the scale_tril holds exp(x)
+// rounded to double, a rounding the packed input does not have: within 1e-14 (|KL| + 1), the
+// accuracy both reach against the reference (the bar is 1e-12).
+TEST(Kl, PackedMatchesScaleTril) {
+  Rng rng(23);
+  for (const Data data : {Data::random, Data::adversarial, Data::near_duplicate_1e8})
+    for (const Layout& packed : packed_layouts())
+      for (const Layout& other : packed_partners()) {
+        if (q_derived_from_p(data) && other.family != Family::full) continue;
+        SCOPED_TRACE(name(data) + ", " + name(packed) + " || " + name(other));
+        const auto [ps, qs] = make_specs(rng, data, Family::full, other.family, 5, 5, 6);
+        for (const bool is_float : {false, true}) {
+          const auto both = [&]<class T>() {
+            const Batch<T> p = make_batch<T>(ps, packed), q = make_batch<T>(qs, other);
+            const Batch<double> tril = {unpacked<double>(std::get<FullBatch<T>>(p.b))};
+            const Batch<double> q64 = cast<double>(q);
+            const auto a = run_kl<T, double>(p.view(), q.view());
+            const auto b = run_kl<T, double>(q.view(), p.view());
+            const auto c = run_kl<double, double>(tril.view(), q64.view());
+            const auto e = run_kl<double, double>(q64.view(), tril.view());
+            std::vector<double> s(5), t(5);
+            kl_standard_normal(p.view(), std::span<double>(s));
+            kl_standard_normal(tril.view(), std::span<double>(t));
+            if (!packed.log_diagonal && !is_float) {
+              EXPECT_EQ(a, c);
+              EXPECT_EQ(b, e);
+              EXPECT_EQ(s, t);
+            }
+            record_error(
+                "packed vs scale_tril", "kl", packed.log_diagonal ? "log" : "plain",
+                std::max({max_difference(a, c), max_difference(b, e), max_difference(s, t)}));
+            EXPECT_LE(max_difference(a, c), 1e-14);
+            EXPECT_LE(max_difference(b, e), 1e-14);
+            EXPECT_LE(max_difference(s, t), 1e-14);
+          };
+          if (is_float) {
+            both.template operator()<float>();
+          } else {
+            both.template operator()<double>();
+          }
+        }
+      }
 }
 
 template <class T>

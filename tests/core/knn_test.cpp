@@ -100,6 +100,54 @@ TEST(KnnKl, MatchesBruteForce) {
       }
 }
 
+// Packed factors (with and without log diagonals) through knn: the same neighbours and values as
+// the scale_tril with the same entries (bitwise without log diagonals; with them, against exp(x)
+// rounded to double, values within 1e-14 (|KL| + 1): knn re-scores exactly), from contiguous and
+// restrided views, and against the brute force and the reference.
+TEST(KnnKl, PackedMatchesScaleTril) {
+  Rng rng(35);
+  for (const Data data : {Data::random, Data::adversarial, Data::near_duplicate_1e4})
+    for (const Layout& packed : packed_layouts())
+      for (const Layout& other : packed_partners()) {
+        if (q_derived_from_p(data) && other.family != Family::full) continue;
+        SCOPED_TRACE(name(data) + ", " + name(packed) + " || " + name(other));
+        const auto [ps, qs] = make_specs(rng, data, Family::full, other.family, 6, 6, 5);
+        const Batch<double> p = make_batch<double>(ps, packed), q = make_batch<double>(qs, other);
+        const Batch<double> tril = {unpacked<double>(std::get<FullBatch<double>>(p.b))};
+        std::vector<std::vector<double>> storage;
+        const Gaussians<double> pv = p.view(), qv = q.view(), tv = tril.view();
+        const Gaussians<double> p_s = restrided(pv, storage);
+        for (const std::int64_t k : {1, 4}) {
+          check_knn<double>(pv, &qv, k, pair_name(Family::full, other.family));
+          check_knn<double>(qv, &pv, k, pair_name(other.family, Family::full));
+          check_knn<double>(pv, nullptr, k, "full/full", true);
+          const auto a = run_knn<double, double>(pv, &qv, k);
+          const auto b = run_knn<double, double>(qv, &pv, k);
+          const auto self = run_knn<double, double>(pv, nullptr, k);
+          const auto a_t = run_knn<double, double>(tv, &qv, k);
+          const auto b_t = run_knn<double, double>(qv, &tv, k);
+          const auto self_t = run_knn<double, double>(tv, nullptr, k);
+          EXPECT_EQ(a.indices, a_t.indices);
+          EXPECT_EQ(b.indices, b_t.indices);
+          EXPECT_EQ(self.indices, self_t.indices);
+          if (!packed.log_diagonal) {
+            EXPECT_EQ(a.values, a_t.values);
+            EXPECT_EQ(b.values, b_t.values);
+            EXPECT_EQ(self.values, self_t.values);
+          }
+          const double most =
+              std::max({max_difference(a.values, a_t.values), max_difference(b.values, b_t.values),
+                        max_difference(self.values, self_t.values)});
+          record_error("packed vs scale_tril", "knn_kl", packed.log_diagonal ? "log" : "plain",
+                       most);
+          EXPECT_LE(most, 1e-14);
+          const auto strided = run_knn<double, double>(p_s, &qv, k);
+          EXPECT_EQ(strided.indices, a.indices);
+          EXPECT_EQ(strided.values, a.values);
+        }
+      }
+}
+
 // Repeated rows of q give exactly equal values, which must come in index order.
 TEST(KnnKl, TiesGoToTheLowerIndex) {
   Rng rng(31);

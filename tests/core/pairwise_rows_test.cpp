@@ -30,10 +30,14 @@ std::int64_t budget_for_rows(const Gaussians<T>& p, const std::type_identity_t<G
 
 TEST(PairwiseKlRows, BlocksInOrderEqualTheWholeMatrixForAnyBudget) {
   Rng rng(40);
-  for (const Family family : {Family::diag, Family::full, Family::lowrank}) {
-    const auto [ps, qs] = make_specs(rng, Data::random, family, family, 13, 7, 5);
-    const Batch<double> p = make_batch<double>(ps, layout_of(family));
-    const Batch<double> q = make_batch<double>(qs, layout_of(family));
+  std::vector<Layout> layouts = family_layouts();
+  for (const Layout& packed : packed_layouts())
+    layouts.push_back(packed);
+  for (const Layout& layout : layouts) {
+    SCOPED_TRACE(name(layout));
+    const auto [ps, qs] = make_specs(rng, Data::random, layout.family, layout.family, 13, 7, 5);
+    const Batch<double> p = make_batch<double>(ps, layout);
+    const Batch<double> q = make_batch<double>(qs, layout);
     std::vector<double> whole(13 * 7);
     pairwise_kl(p.view(), q.view(), std::span<double>(whole));
     const Gaussians<double> qv = q.view();

@@ -1,6 +1,7 @@
 // gausskl::pairwise_kl against the long-double reference and against the row-wise op.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <limits>
 #include <span>
 #include <stdexcept>
@@ -90,6 +91,90 @@ TEST(PairwiseKl, Dimensions) {
           expect_within_bar<double, double>("pairwise_kl", row, std::span<const double>(d64), ref);
         }
       }
+}
+
+// Packed factors (with and without log diagonals) on either side against every family and form,
+// D up to the full reference's 128: the GEMM path (full q) and the exact pair formula. The
+// double batches are the float ones widened.
+TEST(PairwiseKl, PackedDimensions) {
+  Rng rng(27);
+  for (const Layout& packed : packed_layouts())
+    for (const Layout& other : packed_partners())
+      for (const Data data : {Data::random, Data::adversarial, Data::near_duplicate_1e8})
+        for (const bool packed_is_p : {true, false}) {
+          if (q_derived_from_p(data) && other.family != Family::full) continue;
+          const Layout &lp = packed_is_p ? packed : other, &lq = packed_is_p ? other : packed;
+          for (const std::int64_t d : {std::int64_t{1}, std::int64_t{33}, std::int64_t{128}}) {
+            SCOPED_TRACE(name(data) + ", D = " + std::to_string(d) + ", " + name(lp) + " || " +
+                         name(lq));
+            const auto [ps, qs] = make_specs(rng, data, lp.family, lq.family, 3, 3, d, 5);
+            const Batch<float> pf = make_batch<float>(ps, lp), qf = make_batch<float>(qs, lq);
+            const Batch<double> pd = cast<double>(pf), qd = cast<double>(qf);
+            const std::vector<long double> ref = reference_pairwise(pf.view(), qf.view());
+            const std::string row = pair_name(lp.family, lq.family);
+            const auto f = run_pairwise<float, float>(pf.view(), qf.view());
+            const auto d64 = run_pairwise<double, double>(pd.view(), qd.view());
+            expect_within_bar<float, float>("pairwise_kl", row, std::span<const float>(f), ref);
+            expect_within_bar<double, double>("pairwise_kl", row, std::span<const double>(d64),
+                                              ref);
+          }
+        }
+}
+
+// A packed factor is the scale_tril with the same entries: without log diagonals the same bits
+// (the prepared slots are equal), with and without q; with log diagonals, against a scale_tril
+// holding exp(x) rounded to double, each within the requested 1e-13 (|KL| + 1) of its exact
+// value, so within 2e-13 (plus the rounding of exp, ~3e-15 in Kl.PackedMatchesScaleTril).
+TEST(PairwiseKl, PackedMatchesScaleTril) {
+  Rng rng(28);
+  for (const Data data : {Data::random, Data::adversarial, Data::near_duplicate_1e8})
+    for (const Layout& packed : packed_layouts())
+      for (const Layout& other : packed_partners()) {
+        if (q_derived_from_p(data) && other.family != Family::full) continue;
+        SCOPED_TRACE(name(data) + ", " + name(packed) + " || " + name(other));
+        const auto [ps, qs] = make_specs(rng, data, Family::full, other.family, 6, 5, 7);
+        const Batch<double> p = make_batch<double>(ps, packed), q = make_batch<double>(qs, other);
+        const Batch<double> tril = {unpacked<double>(std::get<FullBatch<double>>(p.b))};
+        const Options options{.tolerance = 1e-13};
+        const auto a = run_pairwise<double, double>(p.view(), q.view(), options);
+        const auto b = run_pairwise<double, double>(q.view(), p.view(), options);
+        const auto self = run_self_pairwise<double, double>(p.view(), options);
+        const auto a_t = run_pairwise<double, double>(tril.view(), q.view(), options);
+        const auto b_t = run_pairwise<double, double>(q.view(), tril.view(), options);
+        const auto self_t = run_self_pairwise<double, double>(tril.view(), options);
+        if (!packed.log_diagonal) {
+          EXPECT_EQ(a, a_t);
+          EXPECT_EQ(b, b_t);
+          EXPECT_EQ(self, self_t);
+        }
+        const double most = std::max(
+            {max_difference(a, a_t), max_difference(b, b_t), max_difference(self, self_t)});
+        record_error("packed vs scale_tril", "pairwise_kl", packed.log_diagonal ? "log" : "plain",
+                     most);
+        EXPECT_LE(most, 2.1e-13);
+      }
+}
+
+// Packed views through padded, backwards strides: the bits of the contiguous ones.
+TEST(PairwiseKl, PackedReadsThroughStrides) {
+  Rng rng(29);
+  for (const Layout& packed : packed_layouts())
+    for (const Layout& other : packed_partners()) {
+      SCOPED_TRACE(name(packed) + " || " + name(other));
+      const auto [ps, qs] =
+          make_specs(rng, Data::adversarial, packed.family, other.family, 4, 3, 6);
+      const Batch<double> p = make_batch<double>(ps, packed), q = make_batch<double>(qs, other);
+      std::vector<std::vector<double>> storage;
+      const Gaussians<double> p_s = restrided(p.view(), storage);
+      const Gaussians<double> q_s = restrided(q.view(), storage);
+      check_pairwise<double>(p_s, q_s, pair_name(packed.family, other.family));
+      EXPECT_EQ((run_pairwise<double, double>(p_s, q_s)),
+                (run_pairwise<double, double>(p.view(), q.view())));
+      EXPECT_EQ((run_pairwise<double, double>(q_s, p_s)),
+                (run_pairwise<double, double>(q.view(), p.view())));
+      EXPECT_EQ((run_self_pairwise<double, double>(p_s)),
+                (run_self_pairwise<double, double>(p.view())));
+    }
 }
 
 // Without q, q = p: off the diagonal as the reference says, on it exactly 0, and repeated rows

@@ -12,8 +12,10 @@
 #include <vector>
 
 #include "core/names.hpp"
+#include "core/validate.hpp"
 #include "gausskl/ops.hpp"
 #include "hwy/tests/hwy_gtest.h"
+#include "support/allocations.hpp"
 #include "support/batches.hpp"
 #include "support/generators.hpp"
 
@@ -46,6 +48,22 @@ FullBatch<double> full(std::int64_t n, std::int64_t d, FullParam param) {
   for (std::int64_t i = 0; i < n; ++i)
     for (std::int64_t h = 0; h < d; ++h)
       b.scale[(i * d + h) * d + h] = 1;
+  return b;
+}
+
+// n packed factors of N(0, I)-like Gaussians: off-diagonals -0.25, diagonal 1 (logs: 0).
+template <class T = double>
+FullBatch<T> packed(std::int64_t n, std::int64_t d, bool log_diagonal = false) {
+  const std::int64_t k = d * (d + 1) / 2;
+  FullBatch<T> b{n,
+                 d,
+                 FullParam::packed_scale_tril,
+                 std::vector<T>(n * d, T(0)),
+                 std::vector<T>(n * k, T(-0.25)),
+                 log_diagonal};
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t r = 0; r < d; ++r)
+      b.scale[i * k + r * (r + 3) / 2] = log_diagonal ? T(0) : T(1);
   return b;
 }
 
@@ -389,6 +407,213 @@ TEST(Validate, ScaleTrilStrided) {
   bad[(3 * 3 + 0) * 3 + 2] = kInf;  // element (3, 2, 0)
   expect_invalid([&] { kl(p.view(), Gaussians<double>(view_of(bad)), std::span<double>(out)); },
                  {"q.scale (scale_tril)", "finite", "inf", "distribution 3, row 2, column 0"});
+}
+
+// packed_scale_tril [N, K], K = D (D + 1) / 2: each rule, named in the packed array's row and
+// column and as the factor's entry. Here D = 3: L[r, c] at column r (r + 1) / 2 + c.
+TEST(Validate, PackedScaleTril) {
+  const auto p = diag(4, 3);
+  const auto run = [&](const FullBatch<double>& q) { run_kl(p.view(), q.view()); };
+  run(packed(4, 3));
+  run(packed(4, 3, true));
+  auto q = packed(4, 3);
+  q.scale[2 * 6 + 0] = kNan;
+  expect_invalid([&] { run(q); }, {"[kl] ", "q.scale (packed_scale_tril) must be finite", "nan",
+                                   "at row 2, column 0 (L[0, 0])"});
+  q = packed(4, 3, true);
+  q.scale[3 * 6 + 4] = -kInf;
+  expect_invalid([&] { run(q); }, {"[kl] q.scale (packed_scale_tril) must be finite, found -inf "
+                                   "at row 3, column 4 (L[2, 1])"});
+  q = packed(4, 3);
+  q.scale[1 * 6 + 5] = -1;
+  expect_invalid([&] { run(q); },
+                 {"[kl] q.scale (packed_scale_tril) must have a positive diagonal with squares in "
+                  "[1e-300, 1e300], found -1 at row 1, column 5 (L[2, 2])",
+                  "log_diagonal"});
+  q.scale[1 * 6 + 5] = 1e-200;  // squares to below 1e-300
+  expect_invalid([&] { run(q); }, {"positive diagonal", "1e-200", "row 1, column 5 (L[2, 2])"});
+  q.scale[1 * 6 + 5] = 1e160;  // squares to above 1e300
+  expect_invalid([&] { run(q); }, {"positive diagonal", "1e+160", "row 1, column 5 (L[2, 2])"});
+  q = packed(4, 3);
+  q.scale[0 * 6 + 2] = 0;
+  expect_invalid([&] { run(q); }, {"positive diagonal", "found 0", "row 0, column 2 (L[1, 1])"});
+
+  // With log_diagonal the diagonal holds log L_rr: any sign, exp(2 x) in range.
+  q = packed(4, 3, true);
+  q.scale[0 * 6 + 0] = -1;
+  q.scale[3 * 6 + 5] = -300;
+  run(q);
+  q.scale[3 * 6 + 5] = 400;
+  expect_invalid(
+      [&] { run(q); },
+      {"[kl] q.scale (packed_scale_tril) must have diagonal entries x = log L_rr (log_diagonal) "
+       "with exp(2 x) in [1e-300, 1e300], found 400 at row 3, column 5 (L[2, 2])"});
+  q.scale[3 * 6 + 5] = 0;
+  q.scale[2 * 6 + 0] = -400;
+  expect_invalid([&] { run(q); }, {"log L_rr", "-400", "row 2, column 0 (L[0, 0])"});
+  // Off-diagonal entries are unconstrained, however large.
+  q = packed(4, 3);
+  q.scale[2 * 6 + 3] = -1e300;
+  run(q);
+  // p is named p, and every op says so.
+  auto bad = packed(2, 2);
+  bad.scale[1 * 3 + 1] = kNan;
+  std::vector<double> out(4);
+  std::vector<std::int64_t> indices(2);
+  const std::string where =
+      "p.scale (packed_scale_tril) must be finite, found nan at row 1, "
+      "column 1 (L[1, 0])";
+  expect_invalid([&] { kl_standard_normal(bad.view(), std::span<double>(out).first(2)); },
+                 {"[kl_standard_normal] " + where});
+  expect_invalid([&] { pairwise_kl(bad.view(), std::span<double>(out)); },
+                 {"[pairwise_kl] " + where});
+  expect_invalid(
+      [&] {
+        knn_kl(bad.view(), 1, std::span<std::int64_t>(indices), std::span<double>(out).first(2));
+      },
+      {"[knn_kl] " + where});
+}
+
+TEST(Validate, PackedScaleTrilShapes) {
+  const auto p = diag(4, 3);
+  const auto batch = packed(4, 3);
+  FullGaussians<double> q = batch.view();
+  q.packed.shape = {4, 5};
+  expect_invalid([&] { run_kl(p.view(), q); },
+                 {"[kl] q.scale (packed_scale_tril) has shape [4, 5], expected [4, 6] ([N, D (D + "
+                  "1) / 2] with D = 3 from q.mean)"});
+  q.packed.shape = {3, 6};
+  expect_invalid([&] { run_kl(p.view(), q); }, {"has shape [3, 6], expected [4, 6]"});
+  q = batch.view();
+  q.packed.data = nullptr;
+  expect_invalid([&] { run_kl(p.view(), q); }, {"[kl] q.scale (packed_scale_tril) has no data"});
+  // K = D (D + 1) / 2 beyond int64, with N = 0 so that nothing else stops it first.
+  const std::int64_t huge = std::int64_t{1} << 33;
+  const FullGaussians<double> none{View<double, 2>{nullptr, {0, huge}, {huge, 1}},
+                                   {},
+                                   FullParam::packed_scale_tril,
+                                   View<double, 2>{nullptr, {0, 0}, {0, 1}}};
+  std::vector<double> out;
+  expect_invalid([&] { kl_standard_normal(Gaussians<double>(none), std::span<double>(out)); },
+                 {"[kl_standard_normal] p.scale (packed_scale_tril) row length D (D + 1) / 2 "
+                  "overflows int64"});
+  // log_diagonal belongs to packed factors only.
+  const auto tril_batch = full(4, 3, FullParam::scale_tril);
+  FullGaussians<double> tril = tril_batch.view();
+  tril.log_diagonal = true;
+  expect_invalid([&] { run_kl(p.view(), tril); },
+                 {"[kl] q.log_diagonal is set, but it applies to packed_scale_tril only (q.scale "
+                  "is scale_tril)"});
+}
+
+// The rules of packed rows at both ends of a row (column 0 is L[0, 0], column K - 1 is
+// L[D - 1, D - 1]), in one of 300 distributions (several chunks of first_invalid) on 2 threads
+// with a second bad value in a later distribution, float and double, contiguous or read through
+// restrided (padded, backwards) views.
+template <class T>
+void check_packed_rows(std::int64_t d, bool strided) {
+  const std::int64_t n = 300, k = d * (d + 1) / 2;
+  const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
+  struct Case {
+    std::int64_t c;
+    T value;
+    bool log_diagonal;
+    const char* rule;
+    std::string entry;
+  };
+  const std::string first = "(L[0, 0])",
+                    last = "(L[" + std::to_string(d - 1) + ", " + std::to_string(d - 1) + "])";
+  const Case cases[] = {
+      {0, nan, false, "must be finite", first},
+      {k - 1, inf, true, "must be finite", last},
+      {k - 2, -inf, false, "must be finite",
+       "(L[" + std::to_string(d - 1) + ", " + std::to_string(d - 2) + "])"},
+      {0, T(0), false, "positive diagonal", first},
+      {k - 1, T(-2), false, "positive diagonal", last},
+      {0, T(400), true, "exp(2 x) in [1e-300, 1e300]", first},
+      {k - 1, T(-400), true, "exp(2 x) in [1e-300, 1e300]", last},
+  };
+  const DiagBatch<T> p{n, d, DiagParam::stddev, std::vector<T>(n * d, T(0)),
+                       std::vector<T>(n * d, T(1))};
+  for (const bool log_diagonal : {false, true}) {
+    const FullBatch<T> valid = packed<T>(n, d, log_diagonal);
+    const auto run = [&](const FullBatch<T>& q) {
+      std::vector<T> out(static_cast<std::size_t>(n)), storage;
+      FullGaussians<T> view = q.view();
+      if (strided) view.packed = restrided(view.packed, storage);
+      kl(Gaussians<T>(p.view()), Gaussians<T>(view), std::span<T>(out), {.threads = 2});
+    };
+    run(valid);
+    for (const std::int64_t i : {std::int64_t{0}, std::int64_t{70}, std::int64_t{130}, n - 1}) {
+      for (const Case& c : cases) {
+        if (c.log_diagonal != log_diagonal) continue;
+        FullBatch<T> bad = valid;
+        bad.scale[i * k + c.c] = c.value;
+        if (i + 1 < n) bad.scale[(n - 1) * k + 1] = nan;
+        expect_invalid([&] { run(bad); }, {"[kl] ", "q.scale (packed_scale_tril)", c.rule,
+                                           "at row " + std::to_string(i) + ", column " +
+                                               std::to_string(c.c) + " " + c.entry});
+      }
+    }
+  }
+}
+
+TEST(Validate, PackedScaleTrilRows) {
+  for (const std::int64_t d : {2, 7, 32})
+    for (const bool strided : {false, true}) {
+      check_packed_rows<float>(d, strided);
+      check_packed_rows<double>(d, strided);
+    }
+}
+
+// Log diagonals at the edges of the accepted range: accepted exactly when exp(2 x) is in
+// [1e-300, 1e300], i.e. 2 x in logvar's range, for float and double.
+template <class T>
+void check_log_diagonal_edges() {
+  const double lo = std::log(1e-300), hi = std::log(1e300);
+  std::vector<T> candidates = {std::numeric_limits<T>::max(), -std::numeric_limits<T>::max()};
+  for (const double edge : {lo / 2, hi / 2}) {
+    const T x = static_cast<T>(edge);
+    candidates.push_back(x);
+    candidates.push_back(std::nextafter(x, std::numeric_limits<T>::infinity()));
+    candidates.push_back(std::nextafter(x, -std::numeric_limits<T>::infinity()));
+  }
+  for (const T x : candidates) {
+    const std::vector<T> mean(2, T(0)), values = {T(0), T(0.5), x};  // log L_11 = x
+    const FullGaussians<T> g{contiguous<T, 2>(mean.data(), {1, 2}),
+                             {},
+                             FullParam::packed_scale_tril,
+                             contiguous<T, 2>(values.data(), {1, 3}),
+                             true};
+    const double twice = 2 * static_cast<double>(x);
+    bool accepted = true;
+    try {
+      detail::validate("kl", "p", Gaussians<T>(g));
+    } catch (const std::invalid_argument&) {
+      accepted = false;
+    }
+    EXPECT_EQ(accepted, twice >= lo && twice <= hi) << static_cast<double>(x);
+  }
+}
+
+TEST(Validate, LogDiagonalEdgesFloat) {
+  check_log_diagonal_edges<float>();
+}
+TEST(Validate, LogDiagonalEdgesDouble) {
+  check_log_diagonal_edges<double>();
+}
+
+// Validating packed factors builds no strings and starts no threads: nothing is allocated, at the
+// common tiny sizes or many rows on one thread.
+TEST(Validate, PackedScaleTrilAllocatesNothing) {
+  for (const std::int64_t n : {1, 300})
+    for (const bool log_diagonal : {false, true}) {
+      const FullBatch<double> q = packed(n, 3, log_diagonal);
+      const Gaussians<double> g = q.view();
+      const CountAllocations count;
+      detail::validate("kl", "q", g, 1);
+      EXPECT_EQ(count.total_bytes(), 0u) << n << " " << log_diagonal;
+    }
 }
 
 TEST(Validate, SymmetricMatrices) {

@@ -102,3 +102,19 @@ def test_public_stub_names_the_api():
     for name in gausskl.__all__:
         assert f"def {name}(" in stub or f"class {name}(" in stub or f"class {name}:" in stub
     assert (Path(gausskl.__file__).parent / "py.typed").exists()
+
+
+@needs_torch
+def test_readme_python_snippet_runs_as_pasted():
+    """The README's Python example, executed as written (its variables defined in it)."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme[readme.index("## Python"):readme.index("## C++")]
+    code = section[section.index("```python\n") + 10:]
+    code = code[:code.index("```")]
+    namespace = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    assert tuple(namespace["kl"].shape) == (100, 100)
+    assert namespace["mu"].grad.shape == (128, 32) and namespace["E"].grad.shape == (5, 6)
+    assert tuple(namespace["idx"].shape) == (3, 10)

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 #include <variant>
@@ -26,11 +27,15 @@ template <class T>
 struct FullBatch {
   std::int64_t n = 0, d = 0;
   FullParam param = FullParam::scale_tril;
-  std::vector<T> mean, scale;  // [N, D], [N, D, D]
+  std::vector<T> mean, scale;  // [N, D], [N, D, D] (packed_scale_tril: [N, D (D + 1) / 2])
+  bool log_diagonal = false;   // packed_scale_tril only
 
   FullGaussians<T> view() const {
-    return {contiguous<T, 2>(mean.data(), {n, d}), contiguous<T, 3>(scale.data(), {n, d, d}),
-            param};
+    const View<T, 2> m = contiguous<T, 2>(mean.data(), {n, d});
+    if (param == FullParam::packed_scale_tril) {
+      return {m, {}, param, contiguous<T, 2>(scale.data(), {n, d * (d + 1) / 2}), log_diagonal};
+    }
+    return {m, contiguous<T, 3>(scale.data(), {n, d, d}), param};
   }
 };
 
@@ -69,12 +74,28 @@ Batch<U> cast(const Batch<T>& batch) {
         if constexpr (std::is_same_v<B, DiagBatch<T>>) {
           return {DiagBatch<U>{b.n, b.d, b.param, to(b.mean), to(b.scale)}};
         } else if constexpr (std::is_same_v<B, FullBatch<T>>) {
-          return {FullBatch<U>{b.n, b.d, b.param, to(b.mean), to(b.scale)}};
+          return {FullBatch<U>{b.n, b.d, b.param, to(b.mean), to(b.scale), b.log_diagonal}};
         } else {
           return {LowRankBatch<U>{b.n, b.d, b.r, to(b.mean), to(b.factor), to(b.diag)}};
         }
       },
       batch.b);
+}
+
+// A packed_scale_tril batch's factors as scale_tril [N, D, D] in U: the same values, except that
+// with log_diagonal each L_rr is exp(x) computed in double and rounded once to U.
+template <class U, class T>
+FullBatch<U> unpacked(const FullBatch<T>& b) {
+  const std::int64_t d = b.d, k = d * (d + 1) / 2;
+  FullBatch<U> out{b.n, d, FullParam::scale_tril, std::vector<U>(b.mean.begin(), b.mean.end()),
+                   std::vector<U>(static_cast<std::size_t>(b.n * d * d), U(0))};
+  for (std::int64_t i = 0; i < b.n; ++i)
+    for (std::int64_t r = 0; r < d; ++r)
+      for (std::int64_t c = 0; c <= r; ++c) {
+        const double x = b.scale[i * k + r * (r + 1) / 2 + c];
+        out.scale[(i * d + r) * d + c] = static_cast<U>(c == r && b.log_diagonal ? std::exp(x) : x);
+      }
+  return out;
 }
 
 // A copy of v read through unusual strides: the first axis runs backwards and every other
@@ -108,6 +129,31 @@ View<T, Rank> restrided(const View<T, Rank>& v, std::vector<T>& storage) {
     base[dst] = v.data[src];
   }
   return out;
+}
+
+// g with every array it uses read through restrided(); `storage` keeps the copies (their
+// buffers, which the views point into, stay put when storage grows).
+template <class T>
+Gaussians<T> restrided(const Gaussians<T>& g, std::vector<std::vector<T>>& storage) {
+  return std::visit(
+      [&](auto family) -> Gaussians<T> {
+        using F = decltype(family);
+        family.mean = restrided(family.mean, storage.emplace_back());
+        if constexpr (std::is_same_v<F, DiagGaussians<T>>) {
+          family.scale = restrided(family.scale, storage.emplace_back());
+        } else if constexpr (std::is_same_v<F, FullGaussians<T>>) {
+          if (family.param == FullParam::packed_scale_tril) {
+            family.packed = restrided(family.packed, storage.emplace_back());
+          } else {
+            family.scale = restrided(family.scale, storage.emplace_back());
+          }
+        } else {
+          family.cov_factor = restrided(family.cov_factor, storage.emplace_back());
+          family.cov_diag = restrided(family.cov_diag, storage.emplace_back());
+        }
+        return family;
+      },
+      g.variant());
 }
 
 }  // namespace gausskl::test

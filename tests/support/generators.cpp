@@ -188,8 +188,23 @@ std::vector<Layout> all_layouts() {
   for (const FullParam p :
        {FullParam::scale_tril, FullParam::covariance, FullParam::precision_matrix})
     out.push_back({Family::full, DiagParam::stddev, p});
+  for (const Layout& packed : packed_layouts())
+    out.push_back(packed);
   out.push_back({Family::lowrank});
   return out;
+}
+
+std::vector<Layout> packed_partners() {
+  std::vector<Layout> out = {layout_of(Family::diag), layout_of(Family::full)};
+  for (const Layout& packed : packed_layouts())
+    out.push_back(packed);
+  out.push_back(layout_of(Family::lowrank));
+  return out;
+}
+
+std::vector<Layout> packed_layouts() {
+  return {{Family::full, DiagParam::stddev, FullParam::packed_scale_tril, false},
+          {Family::full, DiagParam::stddev, FullParam::packed_scale_tril, true}};
 }
 
 Layout layout_of(Family family) {
@@ -226,8 +241,10 @@ std::string name(const Layout& layout) {
       return "diag/" + std::string(names[static_cast<int>(layout.diag)]);
     }
     case Family::full: {
-      constexpr const char* names[] = {"scale_tril", "covariance", "precision_matrix"};
-      return "full/" + std::string(names[static_cast<int>(layout.full)]);
+      constexpr const char* names[] = {"scale_tril", "covariance", "precision_matrix",
+                                       "packed_scale_tril"};
+      return "full/" + std::string(names[static_cast<int>(layout.full)]) +
+             (layout.log_diagonal ? "/log_diagonal" : "");
     }
     case Family::lowrank:
       return "lowrank";
@@ -260,8 +277,19 @@ DiagBatch<T> make_diag(const DiagSpec& spec, DiagParam param) {
 }
 
 template <class T>
-FullBatch<T> make_full(const FullSpec& spec, FullParam param) {
+FullBatch<T> make_full(const FullSpec& spec, FullParam param, bool log_diagonal) {
   const int64_t d = spec.d;
+  if (param == FullParam::packed_scale_tril) {
+    FullBatch<T> b{spec.n, d, param, {spec.mean.begin(), spec.mean.end()}, {}, log_diagonal};
+    b.scale.reserve(spec.n * d * (d + 1) / 2);
+    for (int64_t i = 0; i < spec.n; ++i)
+      for (int64_t r = 0; r < d; ++r)
+        for (int64_t c = 0; c <= r; ++c) {
+          const Real x = spec.tril[(i * d + r) * d + c];
+          b.scale.push_back(static_cast<T>(c == r && log_diagonal ? std::log(x) : x));
+        }
+    return b;
+  }
   FullBatch<T> b{spec.n,
                  d,
                  param,
@@ -273,7 +301,7 @@ FullBatch<T> make_full(const FullSpec& spec, FullParam param) {
     std::vector<Real> m(d * d, Real{0});  // the lower triangle of what is emitted
     switch (param) {
       case FullParam::scale_tril:
-      case FullParam::packed_scale_tril:  // emitted as scale_tril; the test packs it
+      case FullParam::packed_scale_tril:  // returned above
         for (int64_t r = 0; r < d; ++r)
           for (int64_t c = 0; c <= r; ++c)
             m[r * d + c] = l[r * d + c];
@@ -326,17 +354,17 @@ Batch<T> make_batch(const Spec& spec, const Layout& layout) {
     case Family::diag:
       return {make_diag<T>(std::get<DiagSpec>(spec), layout.diag)};
     case Family::full:
-      return {make_full<T>(std::get<FullSpec>(spec), layout.full)};
+      return {make_full<T>(std::get<FullSpec>(spec), layout.full, layout.log_diagonal)};
     case Family::lowrank:
       return {make_lowrank<T>(std::get<LowRankSpec>(spec))};
   }
   throw std::logic_error("unknown family");
 }
 
-#define GAUSSKL_INSTANTIATE(T)                                    \
-  template DiagBatch<T> make_diag<T>(const DiagSpec&, DiagParam); \
-  template FullBatch<T> make_full<T>(const FullSpec&, FullParam); \
-  template LowRankBatch<T> make_lowrank<T>(const LowRankSpec&);   \
+#define GAUSSKL_INSTANTIATE(T)                                          \
+  template DiagBatch<T> make_diag<T>(const DiagSpec&, DiagParam);       \
+  template FullBatch<T> make_full<T>(const FullSpec&, FullParam, bool); \
+  template LowRankBatch<T> make_lowrank<T>(const LowRankSpec&);         \
   template Batch<T> make_batch<T>(const Spec&, const Layout&);
 GAUSSKL_INSTANTIATE(float)
 GAUSSKL_INSTANTIATE(double)

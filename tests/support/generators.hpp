@@ -74,21 +74,28 @@ struct Layout {
   Family family = Family::diag;
   DiagParam diag = DiagParam::stddev;
   FullParam full = FullParam::scale_tril;
+  bool log_diagonal = false;  // packed_scale_tril only
 };
 
-std::vector<Layout> all_layouts();       // diag x 4, full x 3, low rank
-std::vector<Layout> family_layouts();    // std, scale_tril, low rank
-Layout layout_of(Family family);         // the family's first layout: std, scale_tril, low rank
-std::string name(const Layout& layout);  // e.g. "diag/logvar", "full/scale_tril", "lowrank"
+// diag x 4, full x 5 (packed_scale_tril with and without log_diagonal), low rank
+std::vector<Layout> all_layouts();
+std::vector<Layout> packed_layouts();  // packed_scale_tril without and with log_diagonal
+// What packed factors are tested against: std, scale_tril, both packed forms, low rank.
+std::vector<Layout> packed_partners();
+std::vector<Layout> family_layouts();  // std, scale_tril, low rank
+Layout layout_of(Family family);       // the family's first layout: std, scale_tril, low rank
+// e.g. "diag/logvar", "full/scale_tril", "full/packed_scale_tril/log_diagonal", "lowrank"
+std::string name(const Layout& layout);
 std::string name(Family family);
 std::string pair_name(Family p, Family q);  // e.g. "diag/full"
 
 // Emits in T the parameterization from the spec, each value computed in long double and then
-// rounded once. Symmetric matrices are exactly symmetric.
+// rounded once. Symmetric matrices are exactly symmetric. packed_scale_tril is L's lower
+// triangle row by row, with log_diagonal its diagonal as log L_rr.
 template <class T>
 DiagBatch<T> make_diag(const DiagSpec& spec, DiagParam param);
 template <class T>
-FullBatch<T> make_full(const FullSpec& spec, FullParam param);
+FullBatch<T> make_full(const FullSpec& spec, FullParam param, bool log_diagonal = false);
 template <class T>
 LowRankBatch<T> make_lowrank(const LowRankSpec& spec);
 // spec's family must be layout.family.

@@ -1,0 +1,281 @@
+"""The seeds' own cases (DESIGN seeds 000-003), gausskl against the code the users have, for
+bench/peers.py: each case builds its inputs and gives two zero-argument callables, theirs and
+gausskl's, computing the same thing (forward, or forward + backward as a training step does it:
+gradients set to None, the loss summed, backward). Construction of the gausskl batches is inside
+the timed call, as in a training step.
+
+Cases and their peers:
+
+* seed 000, pairwise KL of one batch (mu, std [B, H]), B = 100 and 1024, H = 256, float32: the
+  GEMM expansion in torch as users write it (bench/peers.py torch_gemm; two matmuls, means not
+  centred, inexact). For B = 1024 also the time of one float64 [B, 2H] x [2H, B] matmul, the
+  work any method exact at the default tolerance needs (float32 sums cannot certify 1e-7).
+* seed 001, the blog's full-covariance KL, batch 5, d = 3, float32: its two-triangular-solve
+  function on scale_tril tensors (ours builds both FullGaussian), and the blog's own
+  parameterization, packed factors with log diagonals, built into L by its
+  form_cholesky_tril_from_elements (ours: packed_scale_tril=, log_diagonal=True).
+  With gradients: batch 256, d = 16.
+* seeds 002/003, the VAE's KL terms, B = 128, D = 32, float32: the prior term
+  -0.5 * (1 + lv - mu^2 - exp(lv)).sum(-1) against gk.kl_standard_normal, and a learned prior
+  (logvar || logvar) written as users do against gk.kl.
+* the per-call cost: tiny row-wise calls (N = 5, D = 3; N = 8, D = 8) from NumPy and torch,
+  beside the same calls from C++ (bench/bench_calls.cpp, run by peers.py in the same run).
+"""
+
+from __future__ import annotations
+
+import math
+
+# name: (label, peer label, fwd+bwd?)
+CASES = {
+    "000_b100": ("seed 000: pairwise, B = 100, H = 256, forward", "GEMM expansion", False),
+    "000_b100_grad": ("seed 000: pairwise, B = 100, H = 256, forward + backward",
+                      "GEMM expansion, autograd", True),
+    "000_b1024": ("seed 000: pairwise, B = 1024, H = 256, forward", "GEMM expansion", False),
+    "000_b1024_grad": ("seed 000: pairwise, B = 1024, H = 256, forward + backward",
+                       "GEMM expansion, autograd", True),
+    "001_b5": ("seed 001: full covariance row-wise, batch 5, d = 3 (scale_tril; building both "
+               "distributions included)", "two triangular solves", False),
+    "001_b5_packed": ("seed 001: the same from the blog's packed factors (log diagonal)",
+                      "form L from elements + two solves", False),
+    "001_b256_grad": ("full covariance row-wise, batch 256, d = 16, forward + backward "
+                      "(scale_tril)", "two triangular solves, autograd", True),
+    "001_b256_packed_grad": ("the same from packed factors (log diagonal), forward + backward",
+                             "form L + two solves, autograd", True),
+    "vae": ("seeds 002/003: VAE prior term, B = 128, D = 32, forward", "torch one-liner", False),
+    "vae_grad": ("seeds 002/003: VAE prior term, B = 128, D = 32, forward + backward",
+                 "torch one-liner, autograd", True),
+    "prior": ("learned prior (logvar || logvar), B = 128, D = 32, forward", "torch one-liner",
+              False),
+    "prior_grad": ("learned prior (logvar || logvar), B = 128, D = 32, forward + backward",
+                   "torch one-liner, autograd", True),
+    "tiny_numpy": ("row-wise kl, N = 5, D = 3, NumPy (batches built in the call)", None, False),
+    "tiny_numpy_built": ("row-wise kl, N = 5, D = 3, NumPy, batches built before", None, False),
+    "tiny_torch_built": ("row-wise kl, N = 5, D = 3, torch, batches built before", None, False),
+    "tiny8_numpy_built": ("row-wise kl, N = 8, D = 8, NumPy, batches built before", None, False),
+    "tiny8_torch_built": ("row-wise kl, N = 8, D = 8, torch, batches built before", None, False),
+}
+
+# The same calls from C++ (bench/bench_calls.cpp), for the per-call cost of the Python layer.
+CPP = {
+    "000_b100": "BM_pairwise_self/N:100/D:256/real_time",
+    "000_b1024": "BM_pairwise_self/N:1024/D:256/real_time",
+    "001_b5": "BM_kl_full/N:5/D:3",
+    "vae": "BM_kl_standard_normal/N:128/D:32",
+    "prior": "BM_kl_diag/N:128/D:32/logvar:1",
+    "tiny_numpy_built": "BM_kl_diag/N:5/D:3/logvar:0",
+    "tiny_torch_built": "BM_kl_diag/N:5/D:3/logvar:0",
+    "tiny8_numpy_built": "BM_kl_diag/N:8/D:8/logvar:0",
+    "tiny8_torch_built": "BM_kl_diag/N:8/D:8/logvar:0",
+}
+
+# Targets of issue 11, as (case, minimum speed-up of gausskl over the peer).
+TARGETS = [
+    ("001_b5", 3.0, "≥ 3× faster than the blog's two-solve function (building both included)"),
+    ("vae", 1.5, "≥ 1.5× faster than the torch one-liner"),
+    ("vae_grad", 2.0, "≥ 2× faster than its autograd"),
+    ("prior", 1.5, "≥ 1.5× faster than the torch one-liner"),
+    ("prior_grad", 2.0, "≥ 2× faster than its autograd"),
+    ("001_b256_grad", 2.0, "≥ 2× faster than the two-solve function's autograd"),
+    ("000_b100", 1.0, "faster than the GEMM expansion (default tolerance, exact)"),
+    ("000_b1024", 1.0, "faster than the GEMM expansion (default tolerance, exact)"),
+    ("000_b100_grad", 1.0, "no slower than the GEMM expansion's autograd"),
+    ("000_b1024_grad", 1.0, "no slower than the GEMM expansion's autograd"),
+]
+
+
+def two_solves(mean1, scale_tril1, mean2, scale_tril2):
+    """The blog post's function (seeds/001), verbatim but for d taken from the inputs."""
+    import torch
+    d = mean1.shape[-1]
+    y = torch.linalg.solve_triangular(
+        scale_tril2, (mean2 - mean1).unsqueeze(-1), upper=False).squeeze(-1)
+    y2 = y.square().sum(-1)
+    M = torch.linalg.solve_triangular(scale_tril2, scale_tril1, upper=False)
+    M2 = M.square().flatten(-2, -1).sum(-1)
+    return 0.5 * (y2 + M2 - 2 * (
+        scale_tril1.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+        - scale_tril2.diagonal(dim1=-2, dim2=-1).log().sum(-1)) - d)
+
+
+def form_cholesky_tril_from_elements(d, scale_tril_elems):
+    """The blog post's builder of L (seeds/001), verbatim but for the dtype."""
+    import torch
+    batch_size = scale_tril_elems.size(0)
+    device = scale_tril_elems.device
+    i, j = torch.tril_indices(d, d, device=device)
+    l_mat = torch.zeros(batch_size, d, d, device=device, dtype=scale_tril_elems.dtype)
+    l_mat[:, i, j] = scale_tril_elems
+    l_mat_diag = l_mat.diagonal(dim1=1, dim2=2)
+    l_mat_diag.copy_(l_mat_diag.exp())
+    return l_mat
+
+
+def torch_gemm(mu_p, std_p, mu_q, std_q):
+    """2 KL = A lam^T - 2 mu (nu lam)^T + c_j - s_i - D, as a torch user writes it."""
+    import torch
+    var_p, var_q = std_p**2, std_q**2
+    lam = 1 / var_q
+    a = var_p + mu_p**2
+    c = (mu_q**2 * lam).sum(-1) + torch.log(var_q).sum(-1)
+    s = torch.log(var_p).sum(-1)
+    d = mu_p.shape[-1]
+    return 0.5 * (a @ lam.T - 2 * mu_p @ (mu_q * lam).T + c[None, :] - s[:, None] - d)
+
+
+def _step(loss_fn, leaves):
+    """A training step's share: gradients cleared, loss, backward."""
+    def step():
+        for x in leaves:
+            x.grad = None
+        loss_fn().backward()
+    return step
+
+
+def _packed(rng, n, d):
+    import numpy as np
+    k = d * (d + 1) // 2
+    e = 0.3 * rng.standard_normal((n, k))
+    e[:, [r * (r + 1) // 2 + r for r in range(d)]] *= 0.5  # log diagonals in about [-0.5, 0.5]
+    return e.astype(np.float32)
+
+
+def build(case: str, seed: int = 0, tiny: bool = False):
+    """(theirs, ours, lower_bound): zero-argument callables for the case (theirs and
+    lower_bound None where there is none); tiny: small sizes, for a warm-up."""
+    import numpy as np
+    import torch
+
+    import gausskl as gk
+
+    rng = np.random.default_rng(seed)
+    f32 = np.float32
+    t = lambda a: torch.from_numpy(np.ascontiguousarray(a, f32))  # noqa: E731
+    grad = CASES[case][2]
+    lower = None
+
+    if case.startswith("000"):
+        b = 8 if tiny else (100 if "b100" in case else 1024)
+        mu, std = t(rng.standard_normal((b, 256))), t(rng.uniform(0.5, 2.0, (b, 256)))
+        if grad:
+            mu.requires_grad_()
+            std.requires_grad_()
+            theirs = _step(lambda: torch_gemm(mu, std, mu, std).sum(), [mu, std])
+            ours = _step(lambda: gk.pairwise_kl(gk.DiagGaussian(mu, std=std)).sum(), [mu, std])
+        else:
+            theirs = lambda: torch_gemm(mu, std, mu, std)  # noqa: E731
+            ours = lambda: gk.pairwise_kl(gk.DiagGaussian(mu, std=std))  # noqa: E731
+            x, y = torch.randn(b, 512, dtype=torch.float64), torch.randn(512, b,
+                                                                         dtype=torch.float64)
+            lower = lambda: x @ y  # noqa: E731
+        return theirs, ours, lower
+
+    if case.startswith("001"):
+        n, d = (5, 3) if "b5" in case else (256, 16)
+        if tiny:
+            n = 4
+        m1, m2 = t(rng.standard_normal((n, d))), t(rng.standard_normal((n, d)))
+        e1, e2 = t(_packed(rng, n, d)), t(_packed(rng, n, d))
+        if "packed" not in case:
+            l1 = form_cholesky_tril_from_elements(d, e1)
+            l2 = form_cholesky_tril_from_elements(d, e2)
+            leaves = [m1, l1, m2, l2]
+            if grad:
+                for x in leaves:
+                    x.requires_grad_()
+                return (_step(lambda: two_solves(m1, l1, m2, l2).sum(), leaves),
+                        _step(lambda: gk.kl(gk.FullGaussian(m1, scale_tril=l1),
+                                            gk.FullGaussian(m2, scale_tril=l2)).sum(), leaves),
+                        None)
+            return (lambda: two_solves(m1, l1, m2, l2),
+                    lambda: gk.kl(gk.FullGaussian(m1, scale_tril=l1),
+                                  gk.FullGaussian(m2, scale_tril=l2)), None)
+
+        def theirs_fn():
+            return two_solves(m1, form_cholesky_tril_from_elements(d, e1), m2,
+                              form_cholesky_tril_from_elements(d, e2))
+
+        def ours_fn():
+            return gk.kl(gk.FullGaussian(m1, packed_scale_tril=e1, log_diagonal=True),
+                         gk.FullGaussian(m2, packed_scale_tril=e2, log_diagonal=True))
+
+        if grad:
+            leaves = [m1, e1, m2, e2]
+            for x in leaves:
+                x.requires_grad_()
+            return (_step(lambda: theirs_fn().sum(), leaves),
+                    _step(lambda: ours_fn().sum(), leaves), None)
+        return theirs_fn, ours_fn, None
+
+    if case.startswith(("vae", "prior")):
+        n, d = (4, 8) if tiny else (128, 32)
+        mu, lv = t(rng.standard_normal((n, d))), t(0.3 * rng.standard_normal((n, d)))
+        mu2, lv2 = t(rng.standard_normal((n, d))), t(0.3 * rng.standard_normal((n, d)))
+        if case.startswith("vae"):
+            def theirs_fn():
+                return -0.5 * (1 + lv - mu**2 - lv.exp()).sum(-1)
+
+            def ours_fn():
+                return gk.kl_standard_normal(gk.DiagGaussian(mu, logvar=lv))
+            leaves = [mu, lv]
+        else:
+            def theirs_fn():
+                return 0.5 * (lv2 - lv + (lv.exp() + (mu - mu2) ** 2) / lv2.exp() - 1).sum(-1)
+
+            def ours_fn():
+                return gk.kl(gk.DiagGaussian(mu, logvar=lv), gk.DiagGaussian(mu2, logvar=lv2))
+            leaves = [mu, lv, mu2, lv2]
+        if grad:
+            for x in leaves:
+                x.requires_grad_()
+            return (_step(lambda: theirs_fn().sum(), leaves),
+                    _step(lambda: ours_fn().sum(), leaves), None)
+        return theirs_fn, ours_fn, None
+
+    # The per-call cost cases: gausskl alone.
+    n, d = (8, 8) if case.startswith("tiny8") else (5, 3)
+    m, s = rng.standard_normal((n, d)).astype(f32), rng.uniform(0.5, 2, (n, d)).astype(f32)
+    m2, s2 = rng.standard_normal((n, d)).astype(f32), rng.uniform(0.5, 2, (n, d)).astype(f32)
+    if "torch" in case:
+        m, s, m2, s2 = (torch.from_numpy(a) for a in (m, s, m2, s2))
+    if case.endswith("built"):
+        p, q = gk.DiagGaussian(m, std=s), gk.DiagGaussian(m2, std=s2)
+        return None, lambda: gk.kl(p, q), None
+    return None, lambda: gk.kl(gk.DiagGaussian(m, std=s), gk.DiagGaussian(m2, std=s2)), None
+
+
+def check(case: str) -> float | None:
+    """max |ours - theirs| / (|theirs| + 1) of the forward on the case's data (float64 peers
+    where the peer is inexact in float32 is not the point here: a sanity check that both
+    compute the same quantity)."""
+    import numpy as np
+    import torch
+
+    if case.startswith("tiny") or CASES[case][2]:
+        return None
+    theirs, ours, _ = build(case)
+    with torch.no_grad():
+        a, b = theirs(), ours()
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return float(np.max(np.abs(a - b) / (np.abs(a) + 1)))
+
+
+def time_calls(fn, budget: float, max_samples: int = 200) -> tuple[float, int]:
+    """The minimum time per call over samples of several calls each (each sample at least
+    ~0.2 ms, so that the clock's cost does not count), and the calls made."""
+    import time
+
+    t0 = time.perf_counter()
+    fn()
+    one = max(time.perf_counter() - t0, 1e-7)
+    per_sample = max(1, min(1000, int(2e-4 / one)))
+    best, calls, start = math.inf, 0, time.perf_counter()
+    samples = 0
+    while samples < max_samples and (samples < 5 or time.perf_counter() - start < budget):
+        t0 = time.perf_counter()
+        for _ in range(per_sample):
+            fn()
+        best = min(best, (time.perf_counter() - t0) / per_sample)
+        calls += per_sample
+        samples += 1
+    return best, calls
