@@ -1,8 +1,9 @@
 // The row-wise diagonal kernel (src/cpu/rowwise_diag.hpp) alone, single-threaded, without the
 // validation kl() does first: on every SIMD target this CPU supports, and the scalar reference
 // (libm, the path kl() took before the kernel). N = 4096 rows; per_element is the time per
-// (i, h). Cases: stddev || stddev (data as bench_rowwise's BM_kl_diag), logvar || N(0, I) (the
-// VAE term), and near-duplicates (stddev q = p (1 + 1e-6 u): every |r| is small).
+// (i, h); D = 32 is the VAE's. Cases: stddev || stddev (data as bench_rowwise's BM_kl_diag),
+// logvar || N(0, I) (the VAE term), logvar || logvar (a VAE with a learned prior), and
+// near-duplicates (stddev q = p (1 + 1e-6 u): every |r| is small).
 // Also the row-wise factor kernel (src/cpu/rowwise_full.hpp), D = 32, with N = 128 pairs (the
 // factors stay in L2) and N = 4096 (33 MB of float factors, streamed from L3); per_pair is the
 // time per row. Factors as scale_tril, and packed_scale_tril (the same factors) without and with
@@ -29,7 +30,7 @@ using gausskl::bench::random;
 
 constexpr std::int64_t kRows = 4096;
 
-enum class Case { stddev, vae_logvar, near_duplicate };
+enum class Case { stddev, vae_logvar, logvar, near_duplicate };
 
 template <class T>
 void BM_rowwise_diag(benchmark::State& state, std::int64_t target, Case c) {
@@ -37,8 +38,9 @@ void BM_rowwise_diag(benchmark::State& state, std::int64_t target, Case c) {
   std::vector<T> mp = random<T>(kRows * d, -2, 2, 1), sp = random<T>(kRows * d, 0.5, 2, 2);
   std::vector<T> mq = random<T>(kRows * d, -2, 2, 3), sq = random<T>(kRows * d, 0.5, 2, 4);
   DiagParam param = DiagParam::stddev;
-  if (c == Case::vae_logvar) {
+  if (c == Case::vae_logvar || c == Case::logvar) {
     sp = random<T>(kRows * d, -3, 1, 2);
+    sq = random<T>(kRows * d, -3, 1, 4);
     param = DiagParam::logvar;
   }
   if (c == Case::near_duplicate) {
@@ -141,13 +143,13 @@ void register_all() {
     const std::string tname = target ? hwy::TargetName(target) : "ref";
     for (const auto& [c, cname] :
          {std::pair{Case::stddev, "stddev"}, std::pair{Case::vae_logvar, "vae_logvar"},
-          std::pair{Case::near_duplicate, "near_duplicate"}}) {
+          std::pair{Case::logvar, "logvar"}, std::pair{Case::near_duplicate, "near_duplicate"}}) {
       const std::string suffix = std::string("/") + cname + "/" + tname;
       for (auto* bm : {benchmark::RegisterBenchmark(("BM_rowwise_diag<float>" + suffix).c_str(),
                                                     BM_rowwise_diag<float>, target, c),
                        benchmark::RegisterBenchmark(("BM_rowwise_diag<double>" + suffix).c_str(),
                                                     BM_rowwise_diag<double>, target, c)}) {
-        bm->ArgName("D")->Arg(256)->UseRealTime();
+        bm->ArgName("D")->Arg(32)->Arg(64)->Arg(256)->UseRealTime();
       }
     }
     if (!target) continue;

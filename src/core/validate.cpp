@@ -71,6 +71,7 @@ HWY_AFTER_NAMESPACE();
 
 #include "core/error.hpp"
 #include "core/names.hpp"
+#include "core/validate_rows.hpp"
 #include "cpu/parallel.hpp"
 
 namespace gausskl::detail {
@@ -293,6 +294,71 @@ void validate_diag(const char* op, const std::string& side, const DiagGaussians<
       check_variance(op, name, g.param, ok, g.scale(i, h), [=] { return at2(i, h); });
     }
   }
+}
+
+// check_view's rules without its messages.
+template <class T, int Rank>
+bool view_ok(const View<T, Rank>& v) {
+  std::int64_t elements = 1, reach = 0, extent = 0;
+  for (int k = 0; k < Rank; ++k) {
+    if (v.shape[k] < 0 || __builtin_mul_overflow(elements, v.shape[k], &elements)) return false;
+    if (v.shape[k] > 0) {
+      if (v.strides[k] == std::numeric_limits<std::int64_t>::min() ||
+          __builtin_mul_overflow(v.shape[k] - 1, std::abs(v.strides[k]), &extent) ||
+          __builtin_add_overflow(reach, extent, &reach)) {
+        return false;
+      }
+    }
+  }
+  return elements == 0 || v.data != nullptr;
+}
+
+// True if rows [lo, hi) of v lie in [min, max] (|x| <= max when abs): unit column strides by the
+// vectorized checks (rows stored back to back as one run), others element by element.
+template <class T>
+bool rows_within(const View<T, 2>& v, std::int64_t lo, std::int64_t hi, bool abs, T min, T max) {
+  const std::int64_t d = v.shape[1];
+  if (hi <= lo) return true;
+  if (v.strides[1] == 1) {
+    const bool run = v.strides[0] == d;
+    const std::int64_t rows = run ? 1 : hi - lo, n = run ? (hi - lo) * d : d;
+    return abs ? all_abs_within_rows(&v(lo, 0), rows, v.strides[0], n, max)
+               : all_within_rows(&v(lo, 0), rows, v.strides[0], n, min, max);
+  }
+  for (std::int64_t i = lo; i < hi; ++i) {
+    if (!all_within(&v(i, 0), d, v.strides[1], abs ? -max : min, max)) return false;
+  }
+  return true;
+}
+
+// Whether a diagonal batch passes every rule of validate, without building any message, so that
+// a valid batch (the VAE's thousands of small calls) costs no string. One that fails is checked
+// again by the rules with messages, which name its first bad value.
+template <class T>
+bool diag_valid(const DiagGaussians<T>& g, int threads) {
+  const View<T, 2>&mean = g.mean, &scale = g.scale;
+  if (!view_ok(mean) || mean.shape[1] < 1 || scale.shape != mean.shape || !view_ok(scale)) {
+    return false;
+  }
+  const Accepted ok = accepted(g.param);
+  const auto [lo, hi] = bounds_in<T>(ok.lo, ok.hi);
+  // Logvar's range straddles 0: checked as |x| <= the smaller bound, which can only refuse a
+  // valid value within an ulp of the other bound (the checks with messages then accept it).
+  const bool abs = lo <= 0;
+  const T min = abs ? T(0) : lo, max = abs ? std::min(-lo, hi) : hi;
+  constexpr T kMax = std::numeric_limits<T>::max();
+  const auto rows_ok = [&](std::int64_t a, std::int64_t b) {
+    return rows_within(mean, a, b, true, T(0), kMax) && rows_within(scale, a, b, abs, min, max);
+  };
+  const std::int64_t n = mean.shape[0];
+  const int workers = static_cast<int>(
+      std::clamp<std::int64_t>(cpu::resolve_threads(threads), 1, std::max<std::int64_t>(n, 1)));
+  if (workers == 1) return rows_ok(0, n);
+  std::atomic<bool> good{true};
+  cpu::parallel_for(n, workers, [&](int, std::int64_t a, std::int64_t b) {
+    if (!rows_ok(a, b)) good.store(false);
+  });
+  return good.load();
 }
 
 // Symmetric within round-off: |a - b| <= sqrt(eps) * scale. A float32 C = A A^T from a GEMM
@@ -524,6 +590,9 @@ void validate_low_rank(const char* op, const std::string& side, const LowRankGau
 
 template <class T>
 void validate(const char* op, const char* side_c, const Gaussians<T>& g, int threads) {
+  if (const auto* diag = std::get_if<DiagGaussians<T>>(&g.variant())) {
+    if (diag_valid(*diag, threads)) return;
+  }
   const std::string side = side_c;
   const View<T, 2>& mean = g.mean();
   check_view(op, named(side, ".mean"), mean);

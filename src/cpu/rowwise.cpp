@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "cpu/backend.hpp"
@@ -20,8 +21,9 @@ namespace gausskl::cpu {
 namespace {
 
 // Diagonal p and diagonal q (or q = N(0, I)), the VAE KL term, skip all of that: the SIMD kernel
-// of rowwise_diag.hpp reads the views in place and cannot fail, so only the result buffer is
-// allocated (it still keeps `out` untouched until the end, should `out` alias an input).
+// of rowwise_diag.hpp reads the views in place and cannot fail, so it writes the results as it
+// goes (through a small block of doubles for float results) and allocates nothing, unless `out`
+// overlaps an input: then all results wait in a buffer until the last row has been read.
 template <class T>
 const DiagGaussians<T>* as_diag(const Gaussians<T>& g) {
   return std::get_if<DiagGaussians<T>>(&g.variant());
@@ -31,23 +33,68 @@ bool both_diag(const Gaussians<T>& p, const Gaussians<T>* q) {
   return as_diag(p) && (!q || as_diag(*q));
 }
 
-// The diagonal kernel runs 1 to 4 ns per element; below this many elements per worker,
-// starting a thread (tens of microseconds) costs more than it saves. Any split gives the same
-// bits, so this only moves time.
-constexpr std::int64_t kDiagElementsPerWorker = 1 << 14;
+// The bytes [first, last) a view can reach (empty for no elements).
+struct Bytes {
+  std::uintptr_t first = 0, last = 0;
+};
+template <class T>
+Bytes bytes_of(const View<T, 2>& v) {
+  std::int64_t lo = 0, hi = 0;
+  for (int k = 0; k < 2; ++k) {
+    if (v.shape[k] == 0) return {};
+    const std::int64_t reach = (v.shape[k] - 1) * v.strides[k];  // validated: no overflow
+    (reach < 0 ? lo : hi) += reach;
+  }
+  const auto base = reinterpret_cast<std::uintptr_t>(v.data);
+  return {base + static_cast<std::uintptr_t>(lo * std::int64_t{sizeof(T)}),
+          base + static_cast<std::uintptr_t>((hi + 1) * std::int64_t{sizeof(T)})};
+}
+template <class T>
+bool overlaps(const Bytes& out, const DiagGaussians<T>* g) {
+  if (!g) return false;
+  for (const Bytes b : {bytes_of(g->mean), bytes_of(g->scale)}) {
+    if (b.first < out.last && out.first < b.last) return true;
+  }
+  return false;
+}
+
+// Rows [lo, hi) into out + lo: in place for double results, else block by block.
+template <class T, class U>
+void diag_rows(const DiagGaussians<T>& p, const DiagGaussians<T>* q, std::int64_t lo,
+               std::int64_t hi, U* out) {
+  if constexpr (std::is_same_v<U, double>) {
+    rowwise_diag(p, q, lo, hi, out + lo);
+  } else {
+    double block[kRowwiseDiagBlock];
+    for (std::int64_t b = lo; b < hi; b += kRowwiseDiagBlock) {
+      const std::int64_t e = std::min(hi, b + kRowwiseDiagBlock);
+      rowwise_diag(p, q, b, e, block);
+      std::transform(block, block + (e - b), out + b, [](double x) { return static_cast<U>(x); });
+    }
+  }
+}
 
 template <class T, class U>
 void kl_rowwise_diag(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t n, U* out,
                      int threads) {
   const DiagGaussians<T>& pd = *as_diag(p);
   const DiagGaussians<T>* qd = q ? as_diag(*q) : nullptr;
-  const std::int64_t work = sat_mul(n, std::max<std::int64_t>(p.d(), 1));
-  threads = static_cast<int>(std::clamp<std::int64_t>(work / kDiagElementsPerWorker, 1, threads));
-  std::vector<double> result(static_cast<std::size_t>(n));
-  parallel_for(n, threads, [&](int, std::int64_t lo, std::int64_t hi) {
-    rowwise_diag(pd, qd, lo, hi, result.data());
-  });
-  std::transform(result.begin(), result.end(), out, [](double x) { return static_cast<U>(x); });
+  const auto first = reinterpret_cast<std::uintptr_t>(out);
+  const Bytes out_bytes{first, first + static_cast<std::uintptr_t>(n) * sizeof(U)};
+  if (n > 0 && (overlaps(out_bytes, &pd) || overlaps(out_bytes, qd))) {
+    std::vector<double> result(static_cast<std::size_t>(n));
+    parallel_for(n, threads, [&](int, std::int64_t lo, std::int64_t hi) {
+      diag_rows(pd, qd, lo, hi, result.data());
+    });
+    std::transform(result.begin(), result.end(), out, [](double x) { return static_cast<U>(x); });
+    return;
+  }
+  if (threads <= 1) {  // no std::function, no thread
+    diag_rows(pd, qd, 0, n, out);
+    return;
+  }
+  parallel_for(n, threads,
+               [&](int, std::int64_t lo, std::int64_t hi) { diag_rows(pd, qd, lo, hi, out); });
 }
 
 // Full p and full q, both given by their factors, scale_tril or packed_scale_tril (the factors
@@ -132,7 +179,8 @@ int rowwise_workers(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t n
 template <class T>
 std::int64_t kl_rowwise_footprint(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t n,
                                   int threads) {
-  if (both_diag(p, q)) return sat_mul(8, n);  // kl_rowwise_diag's result buffer
+  // kl_rowwise_diag's result buffer, which it needs only when `out` overlaps an input.
+  if (both_diag(p, q)) return sat_mul(8, n);
   threads = rowwise_workers(p, q, n, threads);
   if (both_tril(p, q)) {  // kl_rowwise_tril's scratch and result buffer
     return sat_mul(8,

@@ -15,9 +15,10 @@
 
 namespace gausskl::cpu {
 
-// out[i] = KL(p_i || q_i) for lo <= i < hi (out is indexed by i itself). A side with one row is
-// broadcast over every i; q == nullptr means q = N(0, I). The result of a row depends only on
-// that row (and the target), never on lo and hi, so it is the same whatever the thread split.
+// out[i - lo] = KL(p_i || q_i) for lo <= i < hi. A side with one row is broadcast over every i;
+// q == nullptr means q = N(0, I). The inputs are as validation leaves them (values in the
+// accepted ranges). The result of a row depends only on that row (and the target), never on lo
+// and hi, so it is the same whatever the thread split.
 template <class T>
 using RowwiseDiagFn = void (*)(const DiagGaussians<T>& p, const DiagGaussians<T>* q,
                                std::int64_t lo, std::int64_t hi, double* out) noexcept;

@@ -25,7 +25,7 @@ void rowwise_diag_ref(const DiagGaussians<T>& p, const DiagGaussians<T>* q, std:
       const double a = (static_cast<double>(p.mean(ip, h)) - nu) * inv_b_q;
       sum += expm1_minus_x(2 * (log_b_p - log_b_q)) + a * a;
     }
-    out[i] = 0.5 * std::max(sum, 0.0);
+    out[i - lo] = 0.5 * std::max(sum, 0.0);
   }
 }
 

@@ -95,6 +95,23 @@ inline constexpr std::int64_t kDiagPairsWorkPerThread = std::int64_t{1} << 22;
 // row's terms; a full-covariance batch of 4096 x 32 (45M) keeps both cores.
 inline constexpr std::int64_t kRowwiseWorkPerThread = std::int64_t{1} << 16;
 
+// ---- rowwise_diag (rowwise_diag.hpp): row-wise KL of diagonal batches ----
+// Measured on 2 cores of an AMD EPYC (Zen 4: AVX-512 executed as two 256-bit halves, 32 KiB L1d,
+// 1 MiB L2), shared, CPU time, min of 5: gausskl_bench_rowwise_kernel, float, AVX3, N = 4096.
+
+// Rows of at most this many dimensions (contiguous) are computed two at a time, rows i and
+// i + lanes / 2 of a group side by side: a row of D = 32 is four vectors, too little independent
+// work to cover the latency of its exponentials and lane sum. ns per element, one row at a time
+// -> pairs: logvar || N(0, I) D = 32 0.61 -> 0.56, 64 0.56 -> 0.54, 256 0.53 -> 0.53;
+// logvar || logvar D = 32 1.20 -> 1.13, 64 1.11 -> 1.10, 128 1.10 -> 1.12 (N = 1024; registers
+// run out), 256 1.04 -> 1.05; std || std D = 32 1.41 -> 1.28, 64 1.29 -> 1.29, 256 1.23 -> 1.24.
+inline constexpr std::int64_t kRowwiseDiagPairMaxD = 64;
+
+// Float results of kl_rowwise_diag go through a block of this many doubles on the stack, converted
+// as each block is done (no heap buffer, and the block stays in L1): any size from a few rows up
+// does; 256 is 2 KiB.
+inline constexpr std::int64_t kRowwiseDiagBlock = 256;
+
 // ---- rowwise_backward (rowwise_backward.cpp): the row-wise gradients ----
 
 // Rows per chunk of the gradients' driver: the unit handed to a worker from a shared counter and,

@@ -209,6 +209,58 @@ TEST(Kl, SameResultsForAnyThreadCountAndBatchSize) {
                                     reference_kl(ps_sample.view(), qs_sample.view()));
 }
 
+// Diagonal results are written as rows are computed, except when the output overlaps an input:
+// then they must wait until every row has been read. The output placed over the first or last
+// values of each input array (float into float, double into double, on 1 and 2 threads) gives
+// the results of a separate output on one thread.
+template <class T>
+void check_output_over_input(std::int64_t n, std::int64_t d) {
+  Rng rng(18);
+  const auto [ps, qs] = make_specs(rng, Data::random, Family::diag, Family::diag, n, n, d);
+  for (const DiagParam param : {DiagParam::logvar, DiagParam::stddev}) {
+    const DiagBatch<T> p0 = make_diag<T>(std::get<DiagSpec>(ps), param);
+    const DiagBatch<T> q0 = make_diag<T>(std::get<DiagSpec>(qs), param);
+    // The results of one thread, which two threads must give bit for bit.
+    std::vector<T> expected(static_cast<std::size_t>(n)), expected_sn(expected.size());
+    kl(Gaussians<T>(p0.view()), Gaussians<T>(q0.view()), std::span<T>(expected), {.threads = 1});
+    kl_standard_normal(Gaussians<T>(p0.view()), std::span<T>(expected_sn), {.threads = 1});
+    for (const int threads : {1, 2}) {
+      const Options options{.threads = threads};
+      for (int array = 0; array < 4; ++array) {
+        for (const bool at_end : {false, true}) {
+          DiagBatch<T> p = p0, q = q0;
+          std::vector<T>& storage = array == 0   ? p.mean
+                                    : array == 1 ? p.scale
+                                    : array == 2 ? q.mean
+                                                 : q.scale;
+          const std::span<T> out(storage.data() + (at_end ? storage.size() - n : 0),
+                                 static_cast<std::size_t>(n));
+          const std::string label = "array " + std::to_string(array) + (at_end ? " end" : "") +
+                                    ", threads " + std::to_string(threads);
+          kl(Gaussians<T>(p.view()), Gaussians<T>(q.view()), out, options);
+          EXPECT_TRUE(std::equal(out.begin(), out.end(), expected.begin())) << label;
+          if (array < 2) {
+            DiagBatch<T> p1 = p0;
+            std::vector<T>& s1 = array == 0 ? p1.mean : p1.scale;
+            const std::span<T> out1(s1.data() + (at_end ? s1.size() - n : 0),
+                                    static_cast<std::size_t>(n));
+            kl_standard_normal(Gaussians<T>(p1.view()), out1, options);
+            EXPECT_TRUE(std::equal(out1.begin(), out1.end(), expected_sn.begin())) << label;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Kl, DiagonalOutputMayOverlapAnInput) {
+  check_output_over_input<float>(7, 3);
+  check_output_over_input<double>(7, 3);
+  // Enough work for two workers (kRowwiseWorkPerThread).
+  check_output_over_input<float>(2048, 64);
+  check_output_over_input<double>(2048, 64);
+}
+
 // Packed factors, with and without log diagonals, on either side against every family and form
 // (the SIMD kernel against factors, the prepared path against the rest), D across the kernel's
 // vector widths and tiles up to 128, on all data, float and double.

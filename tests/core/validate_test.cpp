@@ -285,6 +285,102 @@ TEST_P(ValidateTargets, ScaleTrilRows) {
   }
 }
 
+// The checks of diagonal batches without messages (validate_rows.hpp), on every compiled Highway
+// target, in float and double: rows stored as one run, rows padded (row stride D + 3) and
+// columns strided (column stride 2), at D = 32 (whole vectors), 7 and 1 (tails), on 1 and 2
+// threads. Each rule is broken at the first and last entries of a row in one of 300 rows, with a
+// second bad value of the same array in a later row; the message names the first. The values at the
+// ends of each range are accepted (logvar's fast check is |x| <= the smaller bound: the other one
+// must still pass).
+template <class T>
+void check_diag_rows(std::int64_t d, std::int64_t row_stride, std::int64_t col_stride) {
+  const std::int64_t n = 300, size = (n - 1) * row_stride + (d - 1) * col_stride + 1;
+  const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
+  const T big = std::numeric_limits<T>::max();
+  struct Param {
+    DiagParam param;
+    double lo, hi;
+  };
+  const Param params[] = {{DiagParam::stddev, std::sqrt(1e-300), std::sqrt(1e300)},
+                          {DiagParam::var, 1e-300, 1e300},
+                          {DiagParam::precision, 1 / 1e300, 1 / 1e-300},
+                          {DiagParam::logvar, std::log(1e-300), std::log(1e300)}};
+  // The representable values of T nearest to the range's ends from inside (or T's own limits).
+  const auto inside = [](double edge, bool up) {
+    const T x = static_cast<T>(
+        std::clamp<double>(edge, -std::numeric_limits<T>::max(), std::numeric_limits<T>::max()));
+    if (up ? static_cast<double>(x) < edge : static_cast<double>(x) > edge) {
+      return std::nextafter(
+          x, up ? std::numeric_limits<T>::infinity() : -std::numeric_limits<T>::infinity());
+    }
+    return x;
+  };
+  for (const Param& pr : params) {
+    const T one = pr.param == DiagParam::logvar ? T(0) : T(1);
+    const T lo = std::max(inside(pr.lo, true), std::numeric_limits<T>::denorm_min());
+    const T hi = inside(pr.hi, false);
+    std::vector<T> mean(static_cast<std::size_t>(size), T(7)), scale(mean.size(), T(-7));
+    const auto at = [&](std::int64_t i, std::int64_t h) {
+      return static_cast<std::size_t>(i * row_stride + h * col_stride);
+    };
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t h = 0; h < d; ++h)
+        mean[at(i, h)] = T(0.5), scale[at(i, h)] = one;
+    const auto run = [&](const std::vector<T>& m, const std::vector<T>& s, int threads) {
+      const DiagGaussians<T> p{View<T, 2>{m.data(), {n, d}, {row_stride, col_stride}},
+                               View<T, 2>{s.data(), {n, d}, {row_stride, col_stride}}, pr.param};
+      std::vector<T> out(static_cast<std::size_t>(n));
+      kl_standard_normal(p, std::span<T>(out), {.threads = threads});
+    };
+    for (const int threads : {1, 2}) {
+      std::vector<T> edges = scale, means = mean;
+      edges[at(3, 0)] = lo, edges[at(4, d - 1)] = hi, edges[at(n - 1, 0)] = hi;
+      means[at(3, 0)] = -big, means[at(4, d - 1)] = big, means[at(n - 1, d - 1)] = T(-0.0);
+      run(means, edges, threads);  // valid
+      struct Case {
+        bool on_mean;
+        T value;
+        const char* rule;
+      };
+      const Case cases[] = {
+          {true, nan, "finite"},
+          {true, inf, "finite"},
+          {true, -inf, "finite"},
+          {false, nan, "finite"},
+          {false, inf, "finite"},
+          {false, -inf, "finite"},
+          {false, pr.param == DiagParam::logvar ? T(-800) : T(0), ""},
+          {false, pr.param == DiagParam::logvar ? big : -one, ""},
+          {false, pr.param == DiagParam::logvar ? T(800) : T(-0.0), ""},
+      };
+      for (const std::int64_t i : {std::int64_t{0}, std::int64_t{130}, n - 1}) {
+        for (const std::int64_t h : {std::int64_t{0}, d - 1}) {
+          for (const Case& k : cases) {
+            std::vector<T> m = mean, s = scale;
+            std::vector<T>& bad = k.on_mean ? m : s;
+            bad[at(i, h)] = k.value;
+            if (i + 1 < n) bad[at(n - 1, 0)] = nan;
+            expect_invalid([&] { run(m, s, threads); },
+                           {"[kl_standard_normal] ", k.on_mean ? "p.mean" : "p.scale", k.rule,
+                            "at row " + std::to_string(i) + ", column " + std::to_string(h)});
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_P(ValidateTargets, DiagonalRows) {
+  for (const std::int64_t d : {32, 7, 1}) {
+    for (const auto& [row_stride, col_stride] :
+         {std::pair{d, std::int64_t{1}}, std::pair{d + 3, std::int64_t{1}},
+          std::pair{2 * d, std::int64_t{2}}}) {
+      check_diag_rows<float>(d, row_stride, col_stride);
+      check_diag_rows<double>(d, row_stride, col_stride);
+    }
+  }
+}
+
 // The same checks through a strided view (the fast pass has a separate loop for it): every
 // matrix stored transposed, read with strides {9, 1, 3}.
 TEST(Validate, ScaleTrilStrided) {

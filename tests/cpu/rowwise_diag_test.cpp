@@ -44,7 +44,7 @@ std::vector<double> run(RowwiseDiagFn<T> fn, const DiagGaussians<T>& p, const Di
   std::vector<double> out(static_cast<std::size_t>(n), -1.0);
   // Two calls over a split of the rows: results must not depend on it.
   fn(p, q, 0, n / 3, out.data());
-  fn(p, q, n / 3, n, out.data());
+  fn(p, q, n / 3, n, out.data() + n / 3);
   return out;
 }
 
@@ -175,6 +175,47 @@ TEST_P(RowwiseDiag, StridedAndBroadcastInput) {
   Rng rng(62);
   check_strided_and_broadcast<float>(rng);
   check_strided_and_broadcast<double>(rng);
+}
+
+// Rows are computed in groups of a vector's lanes (short rows two at a time) and their lane sums
+// reduced together: every row must come out with the same bits whether it is computed in a group
+// of full rows, in a short group, or alone, and within the bar of the reference.
+template <class T>
+void check_grouping(Rng& rng, const std::string& target) {
+  for (const std::int64_t d : {1, 7, 32, 64, 65, 100}) {
+    const std::int64_t n = 37;
+    const auto [ps, qs] =
+        test::make_specs(rng, Data::adversarial, test::Family::diag, test::Family::diag, n, n, d);
+    for (const DiagParam pp : kParams) {
+      const DiagBatch<T> p = test::make_diag<T>(std::get<DiagSpec>(ps), pp);
+      for (const DiagParam qp : kParams) {
+        const DiagBatch<T> q = test::make_diag<T>(std::get<DiagSpec>(qs), qp);
+        const DiagGaussians<T> qv = q.view();
+        for (const DiagGaussians<T>* qq : {static_cast<const DiagGaussians<T>*>(nullptr), &qv}) {
+          if (!qq && qp != pp) continue;
+          const std::string label = target + " D " + std::to_string(d) + " p " +
+                                    detail::param_name(pp) + " q " +
+                                    (qq ? detail::param_name(qp) : "N(0, I)");
+          std::vector<double> all(static_cast<std::size_t>(n)), alone(all.size());
+          rowwise_diag<T>(p.view(), qq, 0, n, all.data());
+          for (std::int64_t i = 0; i < n; ++i)
+            rowwise_diag<T>(p.view(), qq, i, i + 1, alone.data() + i);
+          EXPECT_EQ(all, alone) << label;
+          check<T>(p.view(), qq, false,
+                   "grouping D " + std::to_string(d) + " " + detail::param_name(pp) + " " +
+                       (qq ? detail::param_name(qp) : "N(0, I)"),
+                   target);
+        }
+      }
+    }
+  }
+}
+
+TEST_P(RowwiseDiag, SameBitsAloneOrInGroups) {
+  Rng rng(63);
+  const std::string target = hwy::TargetName(GetParam());
+  check_grouping<float>(rng, target);
+  check_grouping<double>(rng, target);
 }
 
 // Variances at the ends of the accepted range [1e-300, 1e300]: log ratios up to |r| ~ 1382
