@@ -4,6 +4,7 @@
 // Bench: build-kernel/bench/gausskl_bench_pairwise_kernel (bench/bench_pairwise_kernel.cpp).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace gausskl::cpu {
@@ -36,6 +37,19 @@ inline constexpr DiagTileShape kDiagTileSse4{4, 2};
 // any shape works, this one is not tuned.
 inline constexpr std::int64_t kDiagRefMr = 4;
 inline constexpr std::int64_t kDiagRefNr = 4;
+
+// The q = p kernel (ukr_diag_sym-inl.h): mr rows of a by nr_vectors vectors of `lanes` doubles
+// (at most; 8 is a full AVX-512 vector) of a panel, each pair giving both its entries.
+// Accumulators take 2 * mr * nr_vectors registers, plus 3 * nr_vectors for the panel's values of
+// one h, plus temporaries. Not yet tuned: placeholders until measured.
+struct DiagSymTileShape {
+  std::int64_t mr;
+  std::int64_t nr_vectors;
+  std::size_t lanes;
+};
+inline constexpr DiagSymTileShape kDiagSymTileAvx3{8, 1, 8};
+inline constexpr DiagSymTileShape kDiagSymTileAvx2{4, 1, 4};
+inline constexpr DiagSymTileShape kDiagSymTileSse4{2, 1, 2};
 
 // T = float: terms are accumulated in float over blocks of at most this many h, then each block
 // is added into double. The error bound grows with it (diag_quadratic_error_bound: (block + 6)
@@ -75,6 +89,11 @@ inline constexpr std::int64_t kDiagMC = 64;
 // calls, 3 runs each: 256 KiB 300-340 ms, 1 MiB 256-274, 4 MiB 264-281, 64 MiB 252-268; the
 // loop nest before q was packed once: 266-291), so one pass per worker stays.
 inline constexpr std::int64_t kDiagPassBytes = std::int64_t{1} << 26;
+
+// q = p with the double kernel (diag_pairs.cpp, sym_block): column panels are taken in blocks of
+// about this many bytes (3 nr D doubles a panel), which stay in L2 while every row group passes
+// over them. Not yet tuned.
+inline constexpr std::int64_t kDiagSymBlockBytes = std::int64_t{512} << 10;
 
 // Results in float: each worker's passes go through a buffer of doubles of about this many bytes
 // (cache-resident), and only the floats reach the output, so the [rows, M] block of doubles is
