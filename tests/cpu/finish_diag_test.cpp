@@ -86,8 +86,8 @@ TEST_P(FinishDiag, TileIsItsRows) {
     for (std::int64_t r = 0; r < rows; ++r) {
       for (std::int64_t c = 0; c < cols; ++c) {
         // Some entries near KL = 0 (marked), the others far from it.
-        q[r * ldq + c] = (r + c) % 3 ? common.d + s[r] - t[c] + 50 * unit(rng)
-                                     : common.d + s[r] - t[c] + 1e-9;
+        q[r * ldq + c] =
+            (r + c) % 3 ? common.d + s[r] - t[c] + 50 * unit(rng) : common.d + s[r] - t[c] + 1e-9;
       }
     }
     std::vector<float> tile(rows * ldo, -7.0f), by_rows(rows * ldo, -7.0f);
