@@ -25,16 +25,16 @@ namespace {
 
 constexpr double kUnit = std::numeric_limits<double>::epsilon() / 2;
 
-// Whether a row's means and log-variances keep every term of the float kernel within the range
+// Whether a row's means and variances keep every term of the float kernel within the range
 // where its bound holds: sigma in [2^-20, 2^20] (variances and precisions in [2^-40, 2^40]; the
-// test on |log sigma^2| <= 27.6 is a hair inside 40 log 2 = 27.7) and means within 2^20 make each
-// term below 2^84 and each v lam a normal float, so nothing overflows and only terms far below
-// the +1 of the tolerance's |KL| + 1 can underflow (kernel_abs_ covers them).
-bool in_float_kernel_range(const double* mean, std::int64_t d, double max_abs_log) {
+// test is a hair inside) and means within 2^20 make each term below 2^84 and each v lam a normal
+// float, so nothing overflows and only terms far below the +1 of the tolerance's |KL| + 1 can
+// underflow (kernel_abs_ covers them).
+bool in_float_kernel_range(const double* mean, std::int64_t d, const DiagRowSums& sums) {
   double largest = 0;
   for (std::int64_t h = 0; h < d; ++h)
     largest = std::max(largest, std::abs(mean[h]));
-  return largest <= 0x1p20 && max_abs_log <= 27.6;
+  return largest <= 0x1p20 && sums.min_variance >= 0x1.01p-40 && sums.max_variance <= 0x1.fep39;
 }
 
 // Row i of a [N, D] view as doubles.
@@ -93,9 +93,9 @@ DiagPairs::DiagPairs(const DiagGaussians<T>& p, const DiagGaussians<T>* q, doubl
     float_kernel_ = prepare(p, {.p_rows = true, .q_packed = self_}, true, true, threads) &&
                     (self_ || prepare(*q, {.q_packed = true}, false, true, threads));
     if (!float_kernel_) {  // a value out of the float kernel's range: the double kernel
-      std::vector<float>().swap(mu_f_);
-      std::vector<float>().swap(v_f_);
-      std::vector<float>().swap(q_packed_f_);
+      mu_f_.clear();
+      v_f_.clear();
+      q_packed_f_.clear();
     }
   }
   if (float_kernel_) {
@@ -154,8 +154,10 @@ bool DiagPairs::prepare(const DiagGaussians<T>& g, Layouts layouts, bool as_p, b
   // in float, means and precisions for q packed in float).
   const std::int64_t scratch = d + 3 * unit * d;
   const std::int64_t scratch_f = layouts.q_packed && in_float ? 2 * unit * d : 0;
-  std::vector<double> buffers(static_cast<std::size_t>(workers * scratch));
-  std::vector<float> buffers_f(static_cast<std::size_t>(workers * scratch_f));
+  Buffer<double> buffers;
+  Buffer<float> buffers_f;
+  buffers.resize(static_cast<std::size_t>(workers * scratch));
+  buffers_f.resize(static_cast<std::size_t>(workers * scratch_f));
   std::vector<char> in_range(static_cast<std::size_t>(workers), 1);
   const bool need_v = layouts.p_rows || layouts.sym_panels;
   const bool need_lam = layouts.q_packed || layouts.sym_panels;
@@ -177,16 +179,16 @@ bool DiagPairs::prepare(const DiagGaussians<T>& g, Layouts layouts, bool as_p, b
                                                 need_lam ? lam + c * d : nullptr);
         sum[static_cast<std::size_t>(i)] = sums.log_det;
         abs_sum[static_cast<std::size_t>(i)] = sums.abs_log_det;
-        if (in_float) fits &= in_float_kernel_range(mean + c * d, d, sums.max_abs_log);
+        if (in_float) fits &= in_float_kernel_range(mean + c * d, d, sums);
       }
       if (layouts.p_rows) {
         const std::int64_t at = i0 * d, values = count * d;
         if (in_float) {
-          std::copy(mean, mean + values, mu_f_.begin() + at);
-          std::copy(var, var + values, v_f_.begin() + at);
+          std::copy(mean, mean + values, mu_f_.data() + at);
+          std::copy(var, var + values, v_f_.data() + at);
         } else {
-          std::copy(mean, mean + values, mu_.begin() + at);
-          std::copy(var, var + values, v_.begin() + at);
+          std::copy(mean, mean + values, mu_.data() + at);
+          std::copy(var, var + values, v_.data() + at);
         }
       }
       if (layouts.q_packed) {

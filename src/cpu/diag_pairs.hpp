@@ -18,6 +18,7 @@
 #include <variant>
 #include <vector>
 
+#include "cpu/buffer.hpp"
 #include "cpu/tunables.hpp"
 #include "cpu/ukr_diag.hpp"
 #include "cpu/ukr_diag_sym.hpp"
@@ -115,16 +116,16 @@ class DiagPairs {
   // computes its terms from them, so nothing but the kernel's operands is copied.
   std::variant<DiagGaussians<float>, DiagGaussians<double>> p_in_, q_in_;
   // Row-major [N, D]: p's means and variances for the kernel in use.
-  std::vector<double> mu_, v_;
-  std::vector<float> mu_f_, v_f_;
+  Buffer<double> mu_, v_;
+  Buffer<float> mu_f_, v_f_;
   std::vector<double> s_, abs_s_, t_, abs_t_;  // per row: sum log v, sum |log v|; q likewise
   // q's means and precisions packed once for the kernel in use (pack_diag_q_panels), so that
   // blocks of any number of rows never pack q again.
-  std::vector<double> q_packed_;
-  std::vector<float> q_packed_f_;
+  Buffer<double> q_packed_;
+  Buffer<float> q_packed_f_;
   // q = p with the double kernel: every row's mean, variance and precision in the symmetric
   // kernel's panels (pack_diag_sym), in place of mu_, v_ and q_packed_.
-  std::vector<double> sym_panels_;
+  Buffer<double> sym_panels_;
 };
 
 }  // namespace gausskl::cpu

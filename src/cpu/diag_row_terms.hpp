@@ -1,8 +1,9 @@
 // The per-element terms of a diagonal row that the all-pairs plan needs from a scale parameter
-// (variances for p, precisions for q, or both when q = p) and the sums of its log-variances. A
+// (variances for p, precisions for q, or both when q = p) and the sum of its log-variances. A
 // Highway loop per target (diag_row_terms.cpp), chosen at run time: the logarithms were a
 // quarter of a 1024 x 1024 x 256 pairwise call done one at a time through libm, and a scalar
-// compensated sum of them a tenth of a 100 x 100 x 256 one.
+// compensated sum of them a tenth of a 100 x 100 x 256 one; Highway's Log of each value still
+// 14% of the latter, and the sum needs only the logarithm of their product.
 #pragma once
 
 #include <cstdint>
@@ -11,15 +12,16 @@
 
 namespace gausskl::cpu {
 
-// Sums over a row of l_h = log sigma_h^2, each l_h within 8u |l_h| (Highway's Log is within
-// 4 ulp, u = 2^-53).
+// Sums over a row of l_h = log sigma_h^2.
 struct DiagRowSums {
-  // sum_h l_h, compensated (Neumaier's sum in each lane, then over the lanes' sums and carries):
-  // within u |sum| + O(n u^2) sum_h |l_h| of the exact sum of the computed l_h, so within
-  // 2u sum_h |l_h| for any n this library meets.
+  // sum_h l_h, within 10u abs_log_det (u = 2^-53): as if each l_h were within 8u |l_h| and
+  // summed with compensation (Neumaier's sum), the promise all-pairs KL's error bounds count on
+  // (finish_diag.hpp). See RowTerms (diag_row_terms.cpp) for how.
   double log_det = 0;
-  double abs_log_det = 0;  // sum_h |l_h| (plain sum: it only scales error bounds)
-  double max_abs_log = 0;  // max_h |l_h|
+  // An upper bound on sum_h |l_h|, within a factor 1.5 of it (it only scales error bounds).
+  double abs_log_det = 0;
+  // The smallest and largest sigma_h^2 (1 for an empty row).
+  double min_variance = 1, max_variance = 1;
 };
 
 // For h < n: variance[h] = sigma^2 and precision[h] = 1 / sigma^2 of x[h] under `param` (each

@@ -86,14 +86,32 @@ template <class U>
 std::int64_t FinishTile(const double* q, std::int64_t ldq, std::int64_t rows, std::int64_t cols,
                         const double* s, const double* abs_s, const double* t, const double* abs_t,
                         const DiagFinishRow& row, U* out, std::int64_t ldo) {
+  const hn::ScalableTag<double> d;
   DiagFinishRow each = row;
   std::int64_t marked = 0;
+  if (cols != static_cast<std::int64_t>(hn::Lanes(d))) {
+    for (std::int64_t r = 0; r < rows; ++r) {
+      each.s = s[r];
+      each.abs_s = abs_s[r];
+      marked += FinishRow(q + r * ldq, t, abs_t, cols, each, out + r * ldo);
+    }
+    return marked;
+  }
+  // One vector per row (the symmetric kernel's tiles): the columns' terms loaded once.
+  const hn::Rebind<U, decltype(d)> du;
+  const auto t_v = hn::LoadU(d, t), abs_t_v = hn::LoadU(d, abs_t);
+  std::size_t count = 0;
   for (std::int64_t r = 0; r < rows; ++r) {
     each.s = s[r];
     each.abs_s = abs_s[r];
-    marked += FinishRow(q + r * ldq, t, abs_t, cols, each, out + r * ldo);
+    const auto v = FinishVector(d, hn::LoadU(d, q + r * ldq), t_v, abs_t_v, each, count);
+    if constexpr (std::is_same_v<U, double>) {
+      hn::StoreU(v, d, out + r * ldo);
+    } else {
+      hn::StoreU(hn::DemoteTo(du, v), du, out + r * ldo);
+    }
   }
-  return marked;
+  return static_cast<std::int64_t>(count);
 }
 
 std::int64_t FinishTileF64(const double* q, std::int64_t ldq, std::int64_t rows, std::int64_t cols,

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -29,7 +30,14 @@ TEST_P(DiagRowTerms, MatchesLibm) {
   std::uniform_real_distribution<double> wide(-150, 150), near(-1e-6, 1e-6);
   for (const DiagParam param :
        {DiagParam::stddev, DiagParam::var, DiagParam::logvar, DiagParam::precision}) {
-    for (std::int64_t n = 0; n <= 37; ++n) {
+    // Every length around the vector widths, and rows long enough for several products of
+    // kProductTerms factors per lane (diag_row_terms.cpp).
+    std::vector<std::int64_t> lengths;
+    for (std::int64_t n = 0; n <= 37; ++n)
+      lengths.push_back(n);
+    for (const std::int64_t n : {1000, 4097, 9001})
+      lengths.push_back(n);
+    for (const std::int64_t n : lengths) {
       std::vector<double> x(n), variance(n, -1), precision(n, -1), v_only(n), lam_only(n);
       for (std::int64_t h = 0; h < n; ++h) {
         const double ls = (h % 3 ? wide(rng) : near(rng)) * std::log(10.0);  // log sigma
@@ -53,7 +61,7 @@ TEST_P(DiagRowTerms, MatchesLibm) {
       const DiagRowSums alone = diag_row_terms(param, x.data(), n, v_only.data(), nullptr);
       diag_row_terms(param, x.data(), n, nullptr, lam_only.data());
       const DiagRowSums none = diag_row_terms(param, x.data(), n, nullptr, nullptr);
-      long double sum = 0, abs_sum = 0, max_abs = 0;
+      long double sum = 0, abs_sum = 0;
       for (std::int64_t h = 0; h < n; ++h) {
         // The exact terms of x[h] in long double: l = log sigma^2 straight from the parameter
         // (not through sigma, whose rounding near 1 would cost l its relative accuracy).
@@ -79,22 +87,20 @@ TEST_P(DiagRowTerms, MatchesLibm) {
                                                                   : std::exp(xl);
         sum += l;
         abs_sum += std::abs(l);
-        max_abs = std::max(max_abs, std::abs(l));
         const double v = static_cast<double>(var_l), lam = static_cast<double>(1 / var_l);
         EXPECT_NEAR(variance[h], v, 2.5 * kU * v) << h;
         EXPECT_NEAR(precision[h], lam, 2.5 * kU * lam) << h;
         EXPECT_EQ(v_only[h], variance[h]) << h;
         EXPECT_EQ(lam_only[h], precision[h]) << h;
       }
-      // Each term within 8u (plus the long double's own), the sum within 2u of the terms' sum.
-      EXPECT_NEAR(sums.log_det, static_cast<double>(sum), 11 * kU * static_cast<double>(abs_sum))
-          << n;
-      EXPECT_NEAR(sums.abs_log_det, static_cast<double>(abs_sum),
-                  (8 + n) * kU * static_cast<double>(abs_sum))
-          << n;
-      EXPECT_NEAR(sums.max_abs_log, static_cast<double>(max_abs),
-                  8 * kU * static_cast<double>(max_abs))
-          << n;
+      // The sum within 10u of the bound on sum |l_h| (plus the long double's own error), and
+      // that bound between sum |l_h| and 1.5 times it.
+      EXPECT_NEAR(sums.log_det, static_cast<double>(sum), 10.5 * kU * sums.abs_log_det) << n;
+      EXPECT_GE(sums.abs_log_det, static_cast<double>(abs_sum) * (1 - 1e-15))
+          << n << " " << sums.abs_log_det - static_cast<double>(abs_sum);
+      EXPECT_LE(sums.abs_log_det, 1.5 * static_cast<double>(abs_sum) + 1e-300) << n;
+      EXPECT_EQ(sums.min_variance, n ? *std::min_element(variance.begin(), variance.end()) : 1.0);
+      EXPECT_EQ(sums.max_variance, n ? *std::max_element(variance.begin(), variance.end()) : 1.0);
       EXPECT_EQ(alone.log_det, sums.log_det);
       EXPECT_EQ(none.log_det, sums.log_det);
       EXPECT_EQ(none.abs_log_det, sums.abs_log_det);
@@ -113,6 +119,35 @@ TEST_P(DiagRowTerms, CompensatedSumOfCancellingTerms) {
     const DiagRowSums sums = diag_row_terms(DiagParam::logvar, x.data(), n, nullptr, nullptr);
     const double want = static_cast<double>(n / 3) * tiny;
     EXPECT_NEAR(sums.log_det, want, 4 * kU * want + 1e-24) << n;
+  }
+}
+
+// The same cancellation through logarithms: sigma and 1 / sigma alternating (log sigma^2
+// summing to 0), then one sigma near 1; and all sigma within 1e-9 of 1, where every l_h is tiny.
+// The product of the reduced y_h keeps the sum within 10u of the bound on sum |l_h|.
+TEST_P(DiagRowTerms, LogarithmsOfCancellingAndNearOneTerms) {
+  for (const DiagParam param : {DiagParam::stddev, DiagParam::var, DiagParam::precision}) {
+    for (const std::int64_t n : {3, 9, 64, 5001}) {
+      std::vector<double> x(n), near(n);
+      long double want = 0, want_near = 0, abs_near = 0;
+      for (std::int64_t h = 0; h < n; ++h) {
+        x[h] = h + 1 == n ? 1.0 + 1e-9 : h % 2 ? 1 / 37.25 : 37.25;  // both exact in double
+        near[h] = 1.0 + 1e-9 * static_cast<double>((h * 7919) % 13 - 6);
+      }
+      const long double sign = param == DiagParam::stddev ? 2 : param == DiagParam::var ? 1 : -1;
+      for (std::int64_t h = 0; h < n; ++h) {
+        want += sign * std::log(static_cast<long double>(x[h]));
+        want_near += sign * std::log(static_cast<long double>(near[h]));
+        abs_near += std::abs(sign * std::log(static_cast<long double>(near[h])));
+      }
+      const DiagRowSums sums = diag_row_terms(param, x.data(), n, nullptr, nullptr);
+      const DiagRowSums near_sums = diag_row_terms(param, near.data(), n, nullptr, nullptr);
+      EXPECT_NEAR(sums.log_det, static_cast<double>(want), 10.5 * kU * sums.abs_log_det) << n;
+      EXPECT_NEAR(near_sums.log_det, static_cast<double>(want_near),
+                  10.5 * kU * near_sums.abs_log_det)
+          << n;
+      EXPECT_LE(near_sums.abs_log_det, 1.5 * static_cast<double>(abs_near)) << n;
+    }
   }
 }
 
