@@ -422,10 +422,10 @@ void DiagPairs::block(std::int64_t lo, std::int64_t hi, float* out, int threads)
   // No more than the block needs (a small call would clear megabytes otherwise), not
   // value-initialized: the kernel writes every entry before the finish reads it.
   const std::int64_t per_worker = std::min(float_buffer_values(m_), (hi - lo) * m_);
-  const std::unique_ptr<double[]> buffers(
-      new double[static_cast<std::size_t>(threads * per_worker)]);
+  Buffer<double> buffers;
+  buffers.resize(static_cast<std::size_t>(threads * per_worker));
   rows_in_passes(lo, hi, out, threads, kDiagFloatPassBytes,
-                 [&](int w) { return buffers.get() + w * per_worker; });
+                 [&](int w) { return buffers.data() + w * per_worker; });
 }
 
 template std::int64_t DiagPairs::footprint<float>(std::int64_t, std::int64_t, std::int64_t, bool,

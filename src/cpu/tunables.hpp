@@ -105,7 +105,7 @@ inline constexpr std::int64_t kDiagFloatPassBytes = std::int64_t{1} << 20;
 // more than a small call's work. pairwise_kl from C++, D = 256, float32, min of 300 calls, 1 vs
 // 2 threads: N = M = 100 (2.6M) 0.50 vs 0.94 ms; with this threshold at 4M, N = M = 200 (10M,
 // two workers) 1.98 vs 1.43 ms, while 8M had made it one worker (2.10 ms).
-inline constexpr std::int64_t kDiagPairsWorkPerThread = std::int64_t{1} << 22;
+inline constexpr std::int64_t kDiagPairsWorkPerThread = std::int64_t{1} << 18;
 
 // Row-wise kl calls run on one worker per this much work (rowwise_workers: rows times D times a
 // family's weight, about a multiply-add each), so that small calls do not start threads whose
