@@ -52,32 +52,6 @@ void pack_diag_q(const T* nu, const T* lam, std::int64_t ld, std::int64_t n, std
   }
 }
 
-void pack_diag_sym(const double* mu, const double* v, const double* lam, std::int64_t ld,
-                   std::int64_t rows, std::int64_t d, std::int64_t nr, double* dst) noexcept {
-  // By strips of 8 h, as pack_diag_q: each row's 8 contiguous reads go to 8 h of the panel.
-  constexpr std::int64_t kStrip = 8;
-  for (std::int64_t h0 = 0; h0 < d; h0 += kStrip) {
-    const std::int64_t strip = std::min(kStrip, d - h0);
-    for (std::int64_t c = 0; c < rows; ++c) {
-      const double* mu_in = mu + c * ld + h0;
-      const double* v_in = v + c * ld + h0;
-      const double* lam_in = lam + c * ld + h0;
-      double* out = dst + h0 * 3 * nr + c;
-      for (std::int64_t h = 0; h < strip; ++h) {
-        out[h * 3 * nr] = mu_in[h];
-        out[h * 3 * nr + nr] = v_in[h];
-        out[h * 3 * nr + 2 * nr] = lam_in[h];
-      }
-    }
-    if (rows < nr) {
-      for (std::int64_t h = h0; h < h0 + strip; ++h) {
-        for (std::int64_t part = 0; part < 3; ++part)
-          std::fill(dst + h * 3 * nr + part * nr + rows, dst + h * 3 * nr + (part + 1) * nr, 0.0);
-      }
-    }
-  }
-}
-
 template void pack_diag_p(const float*, const float*, std::int64_t, std::int64_t, std::int64_t,
                           std::int64_t, float*) noexcept;
 template void pack_diag_p(const double*, const double*, std::int64_t, std::int64_t, std::int64_t,

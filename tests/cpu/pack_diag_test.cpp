@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cpu/tunables.hpp"
+#include "hwy/tests/hwy_gtest.h"
 
 namespace gausskl::cpu {
 namespace {
@@ -75,10 +76,15 @@ TEST(PackDiag, DoubleOffsetRowsAndDepth) {
   EXPECT_EQ(dst[2 * mr * kDiagKC + (mr + 1) * kDiagKC + 3], 0.0);
 }
 
-TEST(PackDiag, SymRowsAsLanesThreeValuesPerH) {
-  for (const std::int64_t nr : {1, 4, 8}) {
+// On every target: panels one vector wide take the in-register transposes (pack_diag_sym.cpp),
+// the others and the last h go value by value.
+class PackDiagSym : public hwy::TestWithParamTarget {};
+HWY_TARGET_INSTANTIATE_TEST_SUITE_P(PackDiagSym);
+
+TEST_P(PackDiagSym, RowsAsLanesThreeValuesPerH) {
+  for (const std::int64_t nr : {1, 2, 3, 4, 8}) {
     for (const std::int64_t rows : {std::int64_t{1}, nr / 2 + 1, nr}) {
-      for (const std::int64_t d : {1, 7, 8, 9, 20}) {
+      for (const std::int64_t d : {1, 2, 7, 8, 9, 20, 33}) {
         const std::int64_t ld = d + 3;
         std::vector<double> mu(nr * ld), v(nr * ld), lam(nr * ld);
         for (std::int64_t i = 0; i < nr * ld; ++i) {
