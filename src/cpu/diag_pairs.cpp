@@ -382,8 +382,7 @@ void DiagPairs::sym_block(std::int64_t lo, std::int64_t hi, U* out, int threads)
   std::atomic<std::int64_t> next{0};
   parallel_for(
       std::min<std::int64_t>(threads, units), threads, [&](int, std::int64_t, std::int64_t) {
-        constexpr std::size_t kMax = 256;  // doubles of the largest tile of any target
-        alignas(64) double c[kMax], ct[kMax], transposed[kMax];
+        alignas(64) double c[kDiagSymMaxTile], ct[kDiagSymMaxTile], transposed[kDiagSymMaxTile];
         for (std::int64_t u; (u = next.fetch_add(1, std::memory_order_relaxed)) < units;) {
           const auto at = std::upper_bound(first.begin(), first.end(), u) - 1;
           const std::int64_t b = at - first.begin();

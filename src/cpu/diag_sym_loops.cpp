@@ -26,8 +26,7 @@ void diag_sym_quadratic(const DiagSymKernel& kernel, const double* panels, std::
       std::fill(q + i * ldq, q + i * ldq + n, 0.0);
     return;
   }
-  constexpr std::int64_t kMax = 256;  // doubles of the largest tile of any target
-  double c[kMax], ct[kMax];
+  double c[kDiagSymMaxTile], ct[kDiagSymMaxTile];
   for (std::int64_t i0 = 0; i0 < n; i0 += mr) {
     for (std::int64_t j0 = one_sided ? 0 : i0 / nr * nr; j0 < n; j0 += nr) {
       diag_sym_tile(kernel, panels, d, i0, j0, c, one_sided ? nullptr : ct);

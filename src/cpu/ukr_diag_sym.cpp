@@ -16,6 +16,7 @@ namespace gausskl::cpu::HWY_NAMESPACE {
 
 DiagSymKernel SymKernel() {
 #if HWY_TARGET == HWY_SCALAR
+  static_assert(kDiagRefMr * kDiagRefNr <= kDiagSymMaxTile, "the drivers' tile buffers");
   return {{kDiagRefMr, kDiagRefNr}, &ukr_diag_sym_ref, &ukr_diag_sym_ref_one};
 #else
 #if HWY_TARGET <= HWY_AVX3
@@ -29,6 +30,7 @@ DiagSymKernel SymKernel() {
   constexpr auto mr = static_cast<std::size_t>(shape.mr);
   constexpr auto nrv = static_cast<std::size_t>(shape.nr_vectors);
   constexpr auto nr = static_cast<std::int64_t>(hn::MaxLanes(D()) * nrv);
+  static_assert(shape.mr * nr <= kDiagSymMaxTile, "the drivers' tile buffers");
   return {{shape.mr, nr}, &UkrDiagSym<D, mr, nrv, true>, &UkrDiagSym<D, mr, nrv, false>};
 #endif
 }

@@ -35,6 +35,9 @@ struct DiagSymTile {
 using DiagSymUkr = void (*)(std::int64_t k, const double* a, const double* b, bool accumulate,
                             double* c, double* ct, const DiagSymTile& tile) noexcept;
 
+// The most values a tile of any target holds (mr * nr): the drivers' tiles live on the stack.
+inline constexpr std::int64_t kDiagSymMaxTile = 256;
+
 struct DiagSymKernel {
   DiagSymTile tile;
   DiagSymUkr both;  // c and ct
