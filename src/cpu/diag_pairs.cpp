@@ -161,59 +161,64 @@ bool DiagPairs::prepare(const DiagGaussians<T>& g, Layouts layouts, bool as_p, b
   std::vector<char> in_range(static_cast<std::size_t>(workers), 1);
   const bool need_v = layouts.p_rows || layouts.sym_panels;
   const bool need_lam = layouts.q_packed || layouts.sym_panels;
-  parallel_for(units, workers, [&](int w, std::int64_t a, std::int64_t b) {
-    double* const x = buffers.data() + w * scratch;
-    double* const mean = x + d;
-    double* const var = mean + unit * d;
-    double* const lam = var + unit * d;
-    float* const mean_f = buffers_f.data() + w * scratch_f;
-    float* const lam_f = mean_f + unit * d;
-    bool fits = true;
-    for (std::int64_t u = a; u < b; ++u) {
-      const std::int64_t i0 = u * unit, count = std::min(unit, rows - i0);
-      for (std::int64_t c = 0; c < count; ++c) {
-        const std::int64_t i = i0 + c;
-        load_row(g.scale, i, d, x);
-        load_row(g.mean, i, d, mean + c * d);
-        const DiagRowSums sums = diag_row_terms(g.param, x, d, need_v ? var + c * d : nullptr,
-                                                need_lam ? lam + c * d : nullptr);
-        sum[static_cast<std::size_t>(i)] = sums.log_det;
-        abs_sum[static_cast<std::size_t>(i)] = sums.abs_log_det;
-        if (in_float) fits &= in_float_kernel_range(mean + c * d, d, sums);
-      }
-      if (layouts.p_rows) {
-        const std::int64_t at = i0 * d, values = count * d;
-        if (in_float) {
-          std::copy(mean, mean + values, mu_f_.data() + at);
-          std::copy(var, var + values, v_f_.data() + at);
-        } else {
-          std::copy(mean, mean + values, mu_.data() + at);
-          std::copy(var, var + values, v_.data() + at);
-        }
-      }
-      if (layouts.q_packed) {
-        // This micro-panel of each KC-deep block, where pack_diag_q_panels puts it.
-        const std::int64_t nc = diag_panel_columns(nr), jc = i0 / nc * nc;
-        if (in_float) {
-          std::copy(mean, mean + count * d, mean_f);
-          std::copy(lam, lam + count * d, lam_f);
-        }
-        for (std::int64_t pc = 0; pc < d; pc += kDiagKC) {
-          const std::int64_t kc = std::min(kDiagKC, d - pc);
-          const std::int64_t at = diag_packed_q_offset(rows, d, nr, jc, pc) + (i0 - jc) * 2 * kc;
-          if (in_float) {
-            pack_diag_q(mean_f + pc, lam_f + pc, d, count, kc, nr, q_packed_f_.data() + at);
-          } else {
-            pack_diag_q(mean + pc, lam + pc, d, count, kc, nr, q_packed_.data() + at);
+  // Units handed out as they come: a worker that starts late or is descheduled on a busy machine
+  // leaves its share to the others.
+  std::atomic<std::int64_t> next{0};
+  parallel_for(
+      std::min<std::int64_t>(workers, units), workers, [&](int w, std::int64_t, std::int64_t) {
+        double* const x = buffers.data() + w * scratch;
+        double* const mean = x + d;
+        double* const var = mean + unit * d;
+        double* const lam = var + unit * d;
+        float* const mean_f = buffers_f.data() + w * scratch_f;
+        float* const lam_f = mean_f + unit * d;
+        bool fits = true;
+        for (std::int64_t u; (u = next.fetch_add(1, std::memory_order_relaxed)) < units;) {
+          const std::int64_t i0 = u * unit, count = std::min(unit, rows - i0);
+          for (std::int64_t c = 0; c < count; ++c) {
+            const std::int64_t i = i0 + c;
+            load_row(g.scale, i, d, x);
+            load_row(g.mean, i, d, mean + c * d);
+            const DiagRowSums sums = diag_row_terms(g.param, x, d, need_v ? var + c * d : nullptr,
+                                                    need_lam ? lam + c * d : nullptr);
+            sum[static_cast<std::size_t>(i)] = sums.log_det;
+            abs_sum[static_cast<std::size_t>(i)] = sums.abs_log_det;
+            if (in_float) fits &= in_float_kernel_range(mean + c * d, d, sums);
+          }
+          if (layouts.p_rows) {
+            const std::int64_t at = i0 * d, values = count * d;
+            if (in_float) {
+              std::copy(mean, mean + values, mu_f_.data() + at);
+              std::copy(var, var + values, v_f_.data() + at);
+            } else {
+              std::copy(mean, mean + values, mu_.data() + at);
+              std::copy(var, var + values, v_.data() + at);
+            }
+          }
+          if (layouts.q_packed) {
+            // This micro-panel of each KC-deep block, where pack_diag_q_panels puts it.
+            const std::int64_t nc = diag_panel_columns(nr), jc = i0 / nc * nc;
+            if (in_float) {
+              std::copy(mean, mean + count * d, mean_f);
+              std::copy(lam, lam + count * d, lam_f);
+            }
+            for (std::int64_t pc = 0; pc < d; pc += kDiagKC) {
+              const std::int64_t kc = std::min(kDiagKC, d - pc);
+              const std::int64_t at =
+                  diag_packed_q_offset(rows, d, nr, jc, pc) + (i0 - jc) * 2 * kc;
+              if (in_float) {
+                pack_diag_q(mean_f + pc, lam_f + pc, d, count, kc, nr, q_packed_f_.data() + at);
+              } else {
+                pack_diag_q(mean + pc, lam + pc, d, count, kc, nr, q_packed_.data() + at);
+              }
+            }
+          }
+          if (layouts.sym_panels) {
+            pack_diag_sym(mean, var, lam, d, count, d, nr, sym_panels_.data() + i0 * 3 * d);
           }
         }
-      }
-      if (layouts.sym_panels) {
-        pack_diag_sym(mean, var, lam, d, count, d, nr, sym_panels_.data() + i0 * 3 * d);
-      }
-    }
-    if (!fits) in_range[static_cast<std::size_t>(w)] = 0;
-  });
+        if (!fits) in_range[static_cast<std::size_t>(w)] = 0;
+      });
   return std::all_of(in_range.begin(), in_range.end(), [](char c) { return c != 0; });
 }
 
@@ -297,43 +302,53 @@ template <class U, class Buffer>
 void DiagPairs::rows_in_passes(std::int64_t lo, std::int64_t hi, U* out, int threads,
                                std::int64_t pass_bytes, Buffer&& buffer) const {
   const std::int64_t rows = hi - lo, m = m_, d = d_;
-  // Split rows over the workers; with fewer rows than workers, split columns instead, in whole
-  // panels of the packed q.
-  const std::int64_t panel =
-      diag_panel_columns(float_kernel_ ? kernel_f_.tile.nr : kernel_.tile.nr);
+  // Units of rows handed out to the workers as they come (a worker that starts late or is
+  // descheduled on a busy machine leaves its share to the others): about four per worker, whole
+  // tiles of the kernel, at most one pass of pass_bytes. With fewer rows than workers, units of
+  // columns instead, in whole panels of the packed q.
+  const DiagTile tile = float_kernel_ ? kernel_f_.tile : kernel_.tile;
+  const std::int64_t panel = diag_panel_columns(tile.nr);
   const bool by_rows = rows >= threads;
-  parallel_for(by_rows ? rows : (m + panel - 1) / panel, threads,
-               [&](int w, std::int64_t a, std::int64_t b) {
-                 const std::int64_t i0 = by_rows ? lo + a : lo, i1 = by_rows ? lo + b : hi;
-                 const std::int64_t j0 = by_rows ? 0 : a * panel;
-                 const std::int64_t j1 = by_rows ? m : std::min(m, b * panel);
-                 const std::int64_t cols = std::max<std::int64_t>(j1 - j0, 1);
-                 const std::int64_t pass = std::max<std::int64_t>(1, pass_bytes / (8 * cols));
-                 for (std::int64_t r0 = i0; r0 < i1; r0 += pass) {
-                   const std::int64_t r1 = std::min(i1, r0 + pass);
-                   U* target = out + (r0 - lo) * m + j0;
-                   // The kernel's Q and the finished KL: in place for double results, else in
-                   // the worker's buffer (rows of `cols`), then converted.
-                   double* q = nullptr;
-                   std::int64_t ldq = m;
-                   if constexpr (std::is_same_v<U, double>) {
-                     q = target;
-                   } else {
-                     q = buffer(w);
-                     ldq = cols;
-                   }
-                   if (float_kernel_) {
-                     diag_quadratic_loops_packed(kernel_f_, mu_f_.data() + r0 * d,
-                                                 v_f_.data() + r0 * d, r1 - r0, q_packed_f_.data(),
-                                                 m, j0, j1, d, q, ldq);
-                   } else {
-                     diag_quadratic_loops_packed(kernel_, mu_.data() + r0 * d, v_.data() + r0 * d,
-                                                 r1 - r0, q_packed_.data(), m, j0, j1, d, q, ldq);
-                   }
-                   for (std::int64_t i = r0; i < r1; ++i)
-                     finish_row(i, j0, j1, q + (i - r0) * ldq, target + (i - r0) * m);
-                 }
-               });
+  const std::int64_t pass =
+      std::max<std::int64_t>(1, pass_bytes / (8 * std::max<std::int64_t>(m, 1)));
+  const std::int64_t quarter = (rows + 4 * threads - 1) / (4 * threads);
+  const std::int64_t chunk = std::min(pass, (quarter + tile.mr - 1) / tile.mr * tile.mr);
+  const std::int64_t units = by_rows ? (rows + chunk - 1) / chunk : (m + panel - 1) / panel;
+  std::atomic<std::int64_t> next{0};
+  parallel_for(
+      std::min<std::int64_t>(threads, units), threads, [&](int w, std::int64_t, std::int64_t) {
+        for (std::int64_t u; (u = next.fetch_add(1, std::memory_order_relaxed)) < units;) {
+          const std::int64_t i0 = by_rows ? lo + u * chunk : lo;
+          const std::int64_t i1 = by_rows ? std::min(hi, i0 + chunk) : hi;
+          const std::int64_t j0 = by_rows ? 0 : u * panel;
+          const std::int64_t j1 = by_rows ? m : std::min(m, j0 + panel);
+          const std::int64_t cols = std::max<std::int64_t>(j1 - j0, 1);
+          const std::int64_t step = std::max<std::int64_t>(1, pass_bytes / (8 * cols));
+          for (std::int64_t r0 = i0; r0 < i1; r0 += step) {
+            const std::int64_t r1 = std::min(i1, r0 + step);
+            U* target = out + (r0 - lo) * m + j0;
+            // The kernel's Q and the finished KL: in place for double results, else in the worker's
+            // buffer (rows of `cols`), then converted.
+            double* q = nullptr;
+            std::int64_t ldq = m;
+            if constexpr (std::is_same_v<U, double>) {
+              q = target;
+            } else {
+              q = buffer(w);
+              ldq = cols;
+            }
+            if (float_kernel_) {
+              diag_quadratic_loops_packed(kernel_f_, mu_f_.data() + r0 * d, v_f_.data() + r0 * d,
+                                          r1 - r0, q_packed_f_.data(), m, j0, j1, d, q, ldq);
+            } else {
+              diag_quadratic_loops_packed(kernel_, mu_.data() + r0 * d, v_.data() + r0 * d, r1 - r0,
+                                          q_packed_.data(), m, j0, j1, d, q, ldq);
+            }
+            for (std::int64_t i = r0; i < r1; ++i)
+              finish_row(i, j0, j1, q + (i - r0) * ldq, target + (i - r0) * m);
+          }
+        }
+      });
 }
 
 template <class U>
