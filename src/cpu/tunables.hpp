@@ -116,10 +116,12 @@ inline constexpr std::int64_t kDiagSymBlockBytes = std::int64_t{512} << 10;
 inline constexpr std::int64_t kDiagFloatPassBytes = std::int64_t{1} << 20;
 
 // Diagonal all-pairs calls of fewer than this many (i, j, h) per worker run on fewer workers
-// (AllPairs::workers): each parallel region starts its threads afresh (parallel.hpp), which costs
-// more than a small call's work. pairwise_kl from C++, D = 256, float32, min of 300 calls, 1 vs
-// 2 threads: N = M = 100 (2.6M) 0.50 vs 0.94 ms; with this threshold at 4M, N = M = 200 (10M,
-// two workers) 1.98 vs 1.43 ms, while 8M had made it one worker (2.10 ms).
+// (AllPairs::workers). 2^18 is ~16 us of the symmetric kernel. When parallel regions started
+// threads afresh it was 2^22 (N = M = 100 at D = 256 took 0.50 ms on one thread and 0.94 on two);
+// with the pool (parallel.hpp) a second worker costs a wake-up of ~3 us, and nothing when it
+// cannot start in time (the caller takes its share). pairwise_kl from C++, q = p, D = 256, min of
+// 3000 calls, 1 vs 2 threads, another job holding about one core (load 1.3-1.9): N = 25 (160K,
+// one worker either way) 30.8 vs 30.8 us, N = 50 (640K) 76.4 vs 77.0, N = 70 (1.25M) 118 vs 103.
 inline constexpr std::int64_t kDiagPairsWorkPerThread = std::int64_t{1} << 18;
 
 // Row-wise kl calls run on one worker per this much work (rowwise_workers: rows times D times a
