@@ -384,41 +384,48 @@ void DiagPairs::sym_block(std::int64_t lo, std::int64_t hi, U* out, int threads)
   const std::int64_t blocks = (panels + per_block - 1) / per_block;
   const bool all = lo == 0 && hi == n;
   const std::int64_t g_lo = lo / mr, g_hi = (hi + mr - 1) / mr;
-  // Units (block B, row group g): all rows, every group up to B's last panel, each with B's
-  // panels from its own on, both directions; rows [lo, hi), the groups meeting them with all of
-  // B, one direction. first[B] is B's first unit.
-  std::vector<std::int64_t> first(static_cast<std::size_t>(blocks + 1), 0);
+  // Row groups g over column blocks B, B-major: all rows, every group up to B's last panel, each
+  // with B's panels from its own on, both directions; rows [lo, hi), the groups meeting them with
+  // all of B, one direction. Tiles (one group, one panel), numbered in that order, are handed out
+  // one at a time as they come: on a busy machine a worker that starts late, or is descheduled,
+  // keeps at most one tile from the others. tiles[k] is the first tile of the k-th (B, g).
+  std::vector<std::int64_t> tiles{0};
+  std::vector<std::int64_t> group_block;  // B of each (B, g), and its g in `group`
+  std::vector<std::int64_t> group;
   for (std::int64_t b = 0; b < blocks; ++b) {
-    const std::int64_t groups =
-        all ? std::min(g_hi, std::min(panels, (b + 1) * per_block) * nr / mr) : g_hi - g_lo;
-    first[static_cast<std::size_t>(b + 1)] = first[static_cast<std::size_t>(b)] + groups;
+    const std::int64_t end_panel = std::min(panels, (b + 1) * per_block);
+    const std::int64_t groups = all ? std::min(g_hi, end_panel * nr / mr) : g_hi;
+    for (std::int64_t g = all ? 0 : g_lo; g < groups; ++g) {
+      const std::int64_t from = all ? std::max(b * per_block, g * mr / nr) : b * per_block;
+      tiles.push_back(tiles.back() + end_panel - from);
+      group_block.push_back(b);
+      group.push_back(g);
+    }
   }
-  const std::int64_t units = first.back();
+  const std::int64_t count = tiles.back();
   std::atomic<std::int64_t> next{0};
   parallel_for(
-      std::min<std::int64_t>(threads, units), threads, [&](int, std::int64_t, std::int64_t) {
+      std::min<std::int64_t>(threads, count), threads, [&](int, std::int64_t, std::int64_t) {
         alignas(64) double c[kDiagSymMaxTile], ct[kDiagSymMaxTile], transposed[kDiagSymMaxTile];
-        for (std::int64_t u; (u = next.fetch_add(1, std::memory_order_relaxed)) < units;) {
-          const auto at = std::upper_bound(first.begin(), first.end(), u) - 1;
-          const std::int64_t b = at - first.begin();
-          const std::int64_t i0 = (all ? 0 : g_lo * mr) + (u - *at) * mr;
+        for (std::int64_t t; (t = next.fetch_add(1, std::memory_order_relaxed)) < count;) {
+          const auto at = std::upper_bound(tiles.begin(), tiles.end(), t) - 1;
+          const auto k = static_cast<std::size_t>(at - tiles.begin());
+          const std::int64_t b = group_block[k], i0 = group[k] * mr;
           const std::int64_t r0 = std::max(i0, lo), r1 = std::min(i0 + mr, hi);
-          const std::int64_t j_first = all ? std::max(b * per_block, i0 / nr) : b * per_block;
-          for (std::int64_t jp = j_first; jp < std::min(panels, (b + 1) * per_block); ++jp) {
-            const std::int64_t j0 = jp * nr, cols = std::min(nr, n - j0);
-            // A tile on the diagonal whose rows are its whole panel holds both directions of each
-            // of its pairs already: one direction, at 2/3 of the cost.
-            const bool both = all && !(mr == nr && i0 == j0);
-            diag_sym_tile(kernel, sym_panels_.data(), d, i0, j0, c, both ? ct : nullptr);
-            finish_tile(r0, r1 - r0, j0, cols, c + (r0 - i0) * nr, nr, out + (r0 - lo) * m + j0, m);
-            if (!both) continue;
-            // Q(j0 + l, i0 + r) is ct[r * nr + l]: transposed into rows of j.
-            for (std::int64_t r = 0; r < mr; ++r) {
-              for (std::int64_t l = 0; l < nr; ++l)
-                transposed[l * mr + r] = ct[r * nr + l];
-            }
-            finish_tile(j0, cols, i0, r1 - i0, transposed, mr, out + j0 * m + i0, m);
+          const std::int64_t from = all ? std::max(b * per_block, i0 / nr) : b * per_block;
+          const std::int64_t j0 = (from + t - *at) * nr, cols = std::min(nr, n - j0);
+          // A tile on the diagonal whose rows are its whole panel holds both directions of each
+          // of its pairs already: one direction, at 2/3 of the cost.
+          const bool both = all && !(mr == nr && i0 == j0);
+          diag_sym_tile(kernel, sym_panels_.data(), d, i0, j0, c, both ? ct : nullptr);
+          finish_tile(r0, r1 - r0, j0, cols, c + (r0 - i0) * nr, nr, out + (r0 - lo) * m + j0, m);
+          if (!both) continue;
+          // Q(j0 + l, i0 + r) is ct[r * nr + l]: transposed into rows of j.
+          for (std::int64_t r = 0; r < mr; ++r) {
+            for (std::int64_t l = 0; l < nr; ++l)
+              transposed[l * mr + r] = ct[r * nr + l];
           }
+          finish_tile(j0, cols, i0, r1 - i0, transposed, mr, out + j0 * m + i0, m);
         }
       });
 }
