@@ -32,7 +32,8 @@ class DiagPairs {
   template <class T>
   DiagPairs(const DiagGaussians<T>& p, const DiagGaussians<T>* q, double tolerance, int threads);
 
-  // Bytes a DiagPairs of these sizes keeps, plus block()'s packing buffers on `threads` threads.
+  // Bytes a DiagPairs of these sizes keeps, plus preparing's and block()'s packing buffers on
+  // `threads` threads.
   template <class T>
   static std::int64_t footprint(std::int64_t n, std::int64_t m, std::int64_t d, bool self,
                                 double tolerance, int threads);
@@ -56,10 +57,11 @@ class DiagPairs {
   std::int64_t rows() const { return n_; }
   std::int64_t cols() const { return m_; }
 
-  // out[(i - lo) * cols() + j] = KL(p_i || q_j) for lo <= i < hi, on `threads` threads. The
-  // symmetric kernel gives both directions of a pair only when the block holds all rows (each
-  // entry's value is the same either way). Otherwise, in float, through per-worker buffers of
-  // kDiagFloatPassBytes (allocated here: std::bad_alloc).
+  // out[(i - lo) * cols() + j] = KL(p_i || q_j) for lo <= i < hi, on `threads` threads; an
+  // entry's value does not depend on the block or the thread count. The symmetric kernel gives
+  // both directions of a pair only when the block holds all rows, else one (the same values).
+  // The other kernels write float results through per-worker buffers of kDiagFloatPassBytes.
+  // Allocates (std::bad_alloc).
   void block(std::int64_t lo, std::int64_t hi, double* out, int threads) const;
   void block(std::int64_t lo, std::int64_t hi, float* out, int threads) const;
 
