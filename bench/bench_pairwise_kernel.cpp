@@ -18,6 +18,9 @@
 
 #include "bench_data.hpp"
 #include "cpu/diag_quadratic.hpp"
+#include "cpu/diag_sym_loops.hpp"
+#include "cpu/pack_diag.hpp"
+#include "cpu/ukr_diag_sym.hpp"
 #include "hwy/targets.h"
 
 namespace {
@@ -45,6 +48,37 @@ void BM_diag_quadratic(benchmark::State& state, std::int64_t target) {
   hwy::SetSupportedTargetsForTest(0);
 }
 
+// The q = p kernel (ukr_diag_sym.hpp) over all n x n entries (diag_sym_quadratic): both
+// directions per tile (range(2) = 0) or the one-sided kernel on every tile (1), from packed panels.
+void BM_diag_sym(benchmark::State& state, std::int64_t target) {
+  hwy::SetSupportedTargetsForTest(target);
+  const std::int64_t n = state.range(0), d = state.range(1);
+  const bool one_sided = state.range(2) != 0;
+  const gausskl::cpu::DiagSymKernel kernel = gausskl::cpu::diag_sym_kernel();
+  const std::int64_t nr = kernel.tile.nr;
+  const std::vector<double> mu = random<double>(n * d, -1, 1, 1),
+                            v = random<double>(n * d, 0.5, 2, 2);
+  std::vector<double> lam(v.size());
+  for (std::size_t k = 0; k < v.size(); ++k)
+    lam[k] = 1 / v[k];
+  std::vector<double> panels(gausskl::cpu::diag_sym_panels_size(n, d, nr));
+  for (std::int64_t j0 = 0; j0 < n; j0 += nr) {
+    gausskl::cpu::pack_diag_sym(mu.data() + j0 * d, v.data() + j0 * d, lam.data() + j0 * d, d,
+                                std::min(nr, n - j0), d, nr, panels.data() + j0 * 3 * d);
+  }
+  std::vector<double> q(n * n);
+  for (auto _ : state) {
+    gausskl::cpu::diag_sym_quadratic(kernel, panels.data(), n, d, q.data(), n, one_sided);
+    benchmark::DoNotOptimize(q.data());
+    benchmark::ClobberMemory();
+  }
+  const double ijh = static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(d);
+  state.counters["ns_per_ijh"] = benchmark::Counter(
+      ijh * 1e-9, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.SetLabel(std::to_string(kernel.tile.mr) + "x" + std::to_string(nr));
+  hwy::SetSupportedTargetsForTest(0);
+}
+
 void register_all() {
   for (const std::int64_t target : hwy::SupportedAndGeneratedTargets()) {
     const std::string name = hwy::TargetName(target);
@@ -59,6 +93,13 @@ void register_all() {
             return *std::min_element(v.begin(), v.end());
           });
     }
+    benchmark::RegisterBenchmark(("BM_diag_sym/" + name).c_str(), BM_diag_sym, target)
+        ->ArgNames({"N", "D", "one_sided"})
+        ->ArgsProduct({{100, 1024}, {256}, {0, 1}})
+        ->Unit(benchmark::kMillisecond)
+        ->ComputeStatistics("min", [](const std::vector<double>& v) {
+          return *std::min_element(v.begin(), v.end());
+        });
   }
 }
 

@@ -82,6 +82,51 @@ std::int64_t FinishRow(const double* q, const double* t, const double* abs_t, st
   return static_cast<std::int64_t>(marked);
 }
 
+template <class U>
+std::int64_t FinishTile(const double* q, std::int64_t ldq, std::int64_t rows, std::int64_t cols,
+                        const double* s, const double* abs_s, const double* t, const double* abs_t,
+                        const DiagFinishRow& row, U* out, std::int64_t ldo) {
+  const hn::ScalableTag<double> d;
+  DiagFinishRow each = row;
+  std::int64_t marked = 0;
+  if (cols != static_cast<std::int64_t>(hn::Lanes(d))) {
+    for (std::int64_t r = 0; r < rows; ++r) {
+      each.s = s[r];
+      each.abs_s = abs_s[r];
+      marked += FinishRow(q + r * ldq, t, abs_t, cols, each, out + r * ldo);
+    }
+    return marked;
+  }
+  // One vector per row (the symmetric kernel's tiles): the columns' terms loaded once.
+  const hn::Rebind<U, decltype(d)> du;
+  const auto t_v = hn::LoadU(d, t), abs_t_v = hn::LoadU(d, abs_t);
+  std::size_t count = 0;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    each.s = s[r];
+    each.abs_s = abs_s[r];
+    const auto v = FinishVector(d, hn::LoadU(d, q + r * ldq), t_v, abs_t_v, each, count);
+    if constexpr (std::is_same_v<U, double>) {
+      hn::StoreU(v, d, out + r * ldo);
+    } else {
+      hn::StoreU(hn::DemoteTo(du, v), du, out + r * ldo);
+    }
+  }
+  return static_cast<std::int64_t>(count);
+}
+
+std::int64_t FinishTileF64(const double* q, std::int64_t ldq, std::int64_t rows, std::int64_t cols,
+                           const double* s, const double* abs_s, const double* t,
+                           const double* abs_t, const DiagFinishRow& row, double* out,
+                           std::int64_t ldo) {
+  return FinishTile(q, ldq, rows, cols, s, abs_s, t, abs_t, row, out, ldo);
+}
+std::int64_t FinishTileF32(const double* q, std::int64_t ldq, std::int64_t rows, std::int64_t cols,
+                           const double* s, const double* abs_s, const double* t,
+                           const double* abs_t, const DiagFinishRow& row, float* out,
+                           std::int64_t ldo) {
+  return FinishTile(q, ldq, rows, cols, s, abs_s, t, abs_t, row, out, ldo);
+}
+
 std::int64_t FinishRowF64(const double* q, const double* t, const double* abs_t, std::int64_t n,
                           const DiagFinishRow& row, double* out) {
   return FinishRow(q, t, abs_t, n, row, out);
@@ -99,6 +144,24 @@ namespace gausskl::cpu {
 
 HWY_EXPORT(FinishRowF64);
 HWY_EXPORT(FinishRowF32);
+HWY_EXPORT(FinishTileF64);
+HWY_EXPORT(FinishTileF32);
+
+template <>
+std::int64_t finish_diag_tile<double>(const double* q, std::int64_t ldq, std::int64_t rows,
+                                      std::int64_t cols, const double* s, const double* abs_s,
+                                      const double* t, const double* abs_t,
+                                      const DiagFinishRow& row, double* out,
+                                      std::int64_t ldo) noexcept {
+  return HWY_DYNAMIC_DISPATCH(FinishTileF64)(q, ldq, rows, cols, s, abs_s, t, abs_t, row, out, ldo);
+}
+template <>
+std::int64_t finish_diag_tile<float>(const double* q, std::int64_t ldq, std::int64_t rows,
+                                     std::int64_t cols, const double* s, const double* abs_s,
+                                     const double* t, const double* abs_t, const DiagFinishRow& row,
+                                     float* out, std::int64_t ldo) noexcept {
+  return HWY_DYNAMIC_DISPATCH(FinishTileF32)(q, ldq, rows, cols, s, abs_s, t, abs_t, row, out, ldo);
+}
 
 template <>
 std::int64_t finish_diag_row<double>(const double* q, const double* t, const double* abs_t,

@@ -28,4 +28,13 @@ template <class U>
 std::int64_t finish_diag_row(const double* q, const double* t, const double* abs_t, std::int64_t n,
                              const DiagFinishRow& row, U* out) noexcept;
 
+// finish_diag_row on each row r < rows of a tile, in one call: q + r * ldq into out + r * ldo,
+// with row.s = s[r] and row.abs_s = abs_s[r] (the rest of `row` as given) and the columns' t
+// and abs_t. Returns the number of entries marked.
+template <class U>
+std::int64_t finish_diag_tile(const double* q, std::int64_t ldq, std::int64_t rows,
+                              std::int64_t cols, const double* s, const double* abs_s,
+                              const double* t, const double* abs_t, const DiagFinishRow& row,
+                              U* out, std::int64_t ldo) noexcept;
+
 }  // namespace gausskl::cpu

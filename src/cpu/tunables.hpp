@@ -4,6 +4,7 @@
 // Bench: build-kernel/bench/gausskl_bench_pairwise_kernel (bench/bench_pairwise_kernel.cpp).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace gausskl::cpu {
@@ -36,6 +37,32 @@ inline constexpr DiagTileShape kDiagTileSse4{4, 2};
 // any shape works, this one is not tuned.
 inline constexpr std::int64_t kDiagRefMr = 4;
 inline constexpr std::int64_t kDiagRefNr = 4;
+
+// The q = p kernel (ukr_diag_sym-inl.h): mr rows of a by nr_vectors vectors of `lanes` doubles
+// (at most; 8 is a full AVX-512 vector) of a panel, each pair giving both its entries.
+// Accumulators take 2 * mr * nr_vectors registers, plus 3 * nr_vectors for the panel's values of
+// one h, plus temporaries. Command: gausskl_bench_pairwise_kernel
+// --benchmark_filter='BM_diag_sym/<target>/N:1024/D:256' --benchmark_repetitions=5, CPU time
+// (this AMD EPYC, Zen 4: 512-bit operations double-pumped; FMA and FADD on separate pipes),
+// min of the repetitions.
+struct DiagSymTileShape {
+  std::int64_t mr;
+  std::int64_t nr_vectors;
+  std::size_t lanes;
+};
+// AVX-512: 16 accumulators + 3 panel vectors; per h 8 subtractions, 8 multiplications, 16
+// additions and 16 multiply-adds for 128 entries, 1.5 operations on the multiply-add pipes per
+// entry (diag_quadratic's kernel: 2), which is what it runs at: 18.8 ms, 0.070 ns per (i, j, h)
+// against 26.7 ms for diag_quadratic<double> (8x16) in the same sitting. 8x4 lanes of 4 (256-bit)
+// 23.4 ms, 4x16 24.7, 4x8 21.1, 2x24 34.4.
+inline constexpr DiagSymTileShape kDiagSymTileAvx3{8, 1, 8};
+// AVX2 (16 registers): 8 accumulators + 3 + temporaries. 25.1 ms (forced with the bench's AVX2
+// rows), as fast as diag_quadratic's AVX2 kernel here; its one-sided kernel (4 accumulators) is
+// 1.6 times slower than both directions, so a q = p block of rows on an AVX2-only CPU pays that.
+// 2x8 40.6 ms, 4x8 31.4, 2x4 42.7.
+inline constexpr DiagSymTileShape kDiagSymTileAvx2{4, 1, 4};
+// SSE4/SSSE3 (16 registers, no FMA): not tuned (fallback only).
+inline constexpr DiagSymTileShape kDiagSymTileSse4{2, 1, 2};
 
 // T = float: terms are accumulated in float over blocks of at most this many h, then each block
 // is added into double. The error bound grows with it (diag_quadratic_error_bound: (block + 6)
@@ -76,17 +103,26 @@ inline constexpr std::int64_t kDiagMC = 64;
 // loop nest before q was packed once: 266-291), so one pass per worker stays.
 inline constexpr std::int64_t kDiagPassBytes = std::int64_t{1} << 26;
 
+// q = p with the double kernel (diag_pairs.cpp, sym_block): column panels are taken in blocks of
+// about this many bytes (3 nr D doubles a panel), which stay in L2 while every row group passes
+// over them. Flat at N = 1024, D = 256 (6.3 MiB of panels, in L3): pairwise_kl from C++, one
+// thread, CPU time, min of 10 calls, twice: 128 KiB 18.4-18.8 ms, 512 KiB 18.2-18.7, 2 MiB
+// 19.1-19.8, 16 MiB 18.8-19.1. 512 KiB keeps a block within this CPU's 1 MiB L2.
+inline constexpr std::int64_t kDiagSymBlockBytes = std::int64_t{512} << 10;
+
 // Results in float: each worker's passes go through a buffer of doubles of about this many bytes
 // (cache-resident), and only the floats reach the output, so the [rows, M] block of doubles is
 // never allocated. 1 MiB: within the flat range above.
 inline constexpr std::int64_t kDiagFloatPassBytes = std::int64_t{1} << 20;
 
 // Diagonal all-pairs calls of fewer than this many (i, j, h) per worker run on fewer workers
-// (AllPairs::workers): each parallel region starts its threads afresh (parallel.hpp), which costs
-// more than a small call's work. pairwise_kl from C++, D = 256, float32, min of 300 calls, 1 vs
-// 2 threads: N = M = 100 (2.6M) 0.50 vs 0.94 ms; with this threshold at 4M, N = M = 200 (10M,
-// two workers) 1.98 vs 1.43 ms, while 8M had made it one worker (2.10 ms).
-inline constexpr std::int64_t kDiagPairsWorkPerThread = std::int64_t{1} << 22;
+// (AllPairs::workers). 2^18 is ~16 us of the symmetric kernel. When parallel regions started
+// threads afresh it was 2^22 (N = M = 100 at D = 256 took 0.50 ms on one thread and 0.94 on two);
+// with the pool (parallel.hpp) a second worker costs a wake-up of ~3 us, and nothing when it
+// cannot start in time (the caller takes its share). pairwise_kl from C++, q = p, D = 256, min of
+// 3000 calls, 1 vs 2 threads, another job holding about one core (load 1.3-1.9): N = 25 (160K,
+// one worker either way) 30.8 vs 30.8 us, N = 50 (640K) 76.4 vs 77.0, N = 70 (1.25M) 118 vs 103.
+inline constexpr std::int64_t kDiagPairsWorkPerThread = std::int64_t{1} << 18;
 
 // Row-wise kl calls run on one worker per this much work (rowwise_workers: rows times D times a
 // family's weight, about a multiply-add each), so that small calls do not start threads whose

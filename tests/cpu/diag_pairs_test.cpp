@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "hwy/tests/hwy_gtest.h"
 #include "support/batches.hpp"
 #include "support/generators.hpp"
 #include "support/oracle.hpp"
@@ -194,6 +195,137 @@ TEST(DiagPairs, FloatKernelSameResultsForAnyThreadCount) {
   const std::vector<double> one = all_entries<float>(plan, 1);
   for (const int threads : {2, 3, 8})
     EXPECT_EQ(all_entries<float>(plan, threads), one) << threads << " threads";
+}
+
+// q = p on the symmetric kernel. The batch: p's rows then q's, so that near-duplicate and
+// identical data put both members of each close pair in the one batch.
+DiagSpec self_spec(Rng& rng, Data data, std::int64_t n, std::int64_t d) {
+  const std::int64_t m = q_derived_from_p(data) ? n : n / 2 + 1;
+  auto [ps, qs] = make_specs(rng, data, Family::diag, Family::diag, n, m, d);
+  DiagSpec out = std::get<DiagSpec>(ps);
+  const DiagSpec& q = std::get<DiagSpec>(qs);
+  out.mean.insert(out.mean.end(), q.mean.begin(), q.mean.end());
+  out.stddev.insert(out.stddev.end(), q.stddev.begin(), q.stddev.end());
+  out.n += q.n;
+  return out;
+}
+
+// A plan with q = p on the batch (or the batch read through restrided views, which every entry
+// must not notice).
+template <class T>
+struct SelfPlan {
+  Batch<T> batch;
+  std::vector<T> mean_storage, scale_storage;
+  DiagGaussians<T> view;
+
+  SelfPlan(const Spec& spec, const Layout& layout, bool strided)
+      : batch(make_batch<T>(spec, layout)), view(diag_view(batch)) {
+    if (strided) {
+      view.mean = restrided(view.mean, mean_storage);
+      view.scale = restrided(view.scale, scale_storage);
+    }
+  }
+  cpu::DiagPairs plan(int threads) const {
+    return cpu::DiagPairs(view, static_cast<const DiagGaussians<T>*>(nullptr), 0, threads);
+  }
+};
+
+template <class T>
+constexpr double kDefault = std::is_same_v<T, float> ? 1e-7 : 1e-13;
+
+class DiagPairsSym : public hwy::TestWithParamTarget {};
+HWY_TARGET_INSTANTIATE_TEST_SUITE_P(DiagPairsSym);
+
+// Every data kind, every parameterization, contiguous and strided, D up to 1024, row counts
+// around the tile sizes, float and double inputs at their default tolerance: within it, no
+// negatives, no NaN, and exactly 0 on the diagonal.
+template <class T>
+void check_symmetric_within_tolerance(const char* target) {
+  // The long-double reference of each case, computed for the first target and kept for the
+  // others (the same seed gives the same cases).
+  static std::vector<std::vector<long double>> references;
+  std::size_t next_case = 0;
+  Rng rng(74);
+  double worst = 0;
+  for (const Data data : all_data()) {
+    for (const auto& [n, d] :
+         {std::pair<std::int64_t, std::int64_t>{1, 7}, {5, 1}, {9, 33}, {7, 300}, {4, 1024}}) {
+      const DiagSpec spec = self_spec(rng, data, n, d);
+      for (const Layout& layout : all_layouts()) {
+        if (layout.family != Family::diag) continue;
+        for (const bool strided : {false, true}) {
+          if (strided && layout.diag != DiagParam::stddev) continue;  // one is enough for strides
+          SCOPED_TRACE(std::string(target) + ", " + name(data) + ", D = " + std::to_string(d) +
+                       ", " + name(layout) + (strided ? ", strided" : ""));
+          const SelfPlan<T> self(spec, layout, strided);
+          const cpu::DiagPairs plan = self.plan(2);
+          ASSERT_TRUE(plan.symmetric());
+          const std::vector<double> got = all_entries<T>(plan, 2);
+          if (next_case == references.size()) {
+            references.push_back(diag_reference(diag_view(self.batch), diag_view(self.batch)));
+          }
+          const double error = checked_error(got, references[next_case++]);
+          EXPECT_LE(error, kDefault<T>);
+          worst = std::max(worst, error);
+          for (std::int64_t i = 0; i < spec.n; ++i)
+            EXPECT_EQ(got[static_cast<std::size_t>(i * spec.n + i)], 0.0) << "row " << i;
+        }
+      }
+    }
+  }
+  record_error(std::is_same_v<T, float> ? "pairwise_kl, q = p" : "pairwise_kl, q = p, f64",
+               "diag/diag", std::is_same_v<T, float> ? "f32->f64" : "f64->f64", worst);
+}
+
+TEST_P(DiagPairsSym, FloatInputsWithinTheDefaultTolerance) {
+  check_symmetric_within_tolerance<float>(hwy::TargetName(GetParam()));
+}
+TEST_P(DiagPairsSym, DoubleInputsWithinTheDefaultTolerance) {
+  check_symmetric_within_tolerance<double>(hwy::TargetName(GetParam()));
+}
+
+// Whatever the thread count and whatever blocks of rows the caller asks for (the one-sided
+// kernel, for blocks of a memory budget or of knn), bitwise the same entries as the whole matrix
+// (both directions per tile); in double and in float.
+TEST_P(DiagPairsSym, SameResultsForAnyThreadCountAndBlock) {
+  Rng rng(75);
+  for (const std::int64_t d : {3, 70, 300}) {
+    const DiagSpec spec = self_spec(rng, Data::near_duplicate_1e8, 26, d);  // 52 rows
+    const SelfPlan<float> self(spec, layout_of(Family::diag), false);
+    const std::int64_t n = spec.n;
+    const cpu::DiagPairs plan = self.plan(1);
+    const std::vector<double> whole = all_entries<float>(plan, 1);
+    for (const int threads : {2, 3, 8})
+      EXPECT_EQ(all_entries<float>(plan, threads), whole) << threads << " threads";
+    for (const std::int64_t rows : {1, 5, 8, 17, 51}) {
+      std::vector<double> parts(whole.size(), -7.0);
+      std::vector<float> parts_f(whole.size(), -7.0f);
+      for (std::int64_t lo = 0; lo < n; lo += rows) {
+        const std::int64_t hi = std::min(n, lo + rows);
+        plan.block(lo, hi, parts.data() + lo * n, 2);
+        plan.block(lo, hi, parts_f.data() + lo * n, 3);
+      }
+      EXPECT_EQ(parts, whole) << "blocks of " << rows << " rows, D = " << d;
+      for (std::size_t k = 0; k < whole.size(); ++k)
+        ASSERT_EQ(parts_f[k], static_cast<float>(whole[k])) << "blocks of " << rows << ", " << k;
+    }
+  }
+}
+
+// The symmetric kernel and diag_quadratic's (q given as a copy of p) agree within the
+// tolerance: two ways to the same certified values.
+TEST(DiagPairs, SymmetricAgreesWithTheGeneralPath) {
+  Rng rng(76);
+  const DiagSpec spec = self_spec(rng, Data::adversarial, 20, 257);
+  const SelfPlan<float> self(spec, layout_of(Family::diag), false);
+  const Batch<float> copy = make_batch<float>(spec, layout_of(Family::diag));
+  const DiagGaussians<float> qv = diag_view(copy);
+  const cpu::DiagPairs general(self.view, &qv, 0, 2);
+  ASSERT_FALSE(general.symmetric());
+  const std::vector<double> a = all_entries<float>(self.plan(2), 2);
+  const std::vector<double> b = all_entries<float>(general, 2);
+  for (std::size_t k = 0; k < a.size(); ++k)
+    EXPECT_NEAR(a[k], b[k], 2e-7 * (std::abs(b[k]) + 1)) << k;
 }
 
 }  // namespace

@@ -67,5 +67,51 @@ TEST_P(FinishDiag, MatchesTheScalarFormula) {
   }
 }
 
+// A tile in one call: each row as finish_diag_row gives it with that row's s and abs_s.
+TEST_P(FinishDiag, TileIsItsRows) {
+  std::mt19937_64 rng(92);
+  std::uniform_real_distribution<double> unit(0, 1);
+  const DiagFinishRow common{64, 0, 0, 1e-7, 1e-12, 0};
+  for (const std::int64_t cols : {1, 3, 8, 13}) {
+    const std::int64_t rows = 5, ldq = cols + 2, ldo = cols + 3;
+    std::vector<double> q(rows * ldq), s(rows), abs_s(rows), t(cols), abs_t(cols);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      s[r] = 10 * unit(rng) - 5;
+      abs_s[r] = std::abs(s[r]) + 30 * unit(rng);
+    }
+    for (std::int64_t c = 0; c < cols; ++c) {
+      t[c] = 10 * unit(rng) - 5;
+      abs_t[c] = std::abs(t[c]) + 30 * unit(rng);
+    }
+    for (std::int64_t r = 0; r < rows; ++r) {
+      for (std::int64_t c = 0; c < cols; ++c) {
+        // Some entries near KL = 0 (marked), the others far from it.
+        q[r * ldq + c] =
+            (r + c) % 3 ? common.d + s[r] - t[c] + 50 * unit(rng) : common.d + s[r] - t[c] + 1e-9;
+      }
+    }
+    std::vector<float> tile(rows * ldo, -7.0f), by_rows(rows * ldo, -7.0f);
+    const std::int64_t marked = finish_diag_tile(q.data(), ldq, rows, cols, s.data(), abs_s.data(),
+                                                 t.data(), abs_t.data(), common, tile.data(), ldo);
+    std::int64_t marked_rows = 0;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      DiagFinishRow row = common;
+      row.s = s[r];
+      row.abs_s = abs_s[r];
+      marked_rows += finish_diag_row(q.data() + r * ldq, t.data(), abs_t.data(), cols, row,
+                                     by_rows.data() + r * ldo);
+    }
+    EXPECT_EQ(marked, marked_rows);
+    EXPECT_GT(marked, 0);
+    for (std::size_t k = 0; k < tile.size(); ++k) {
+      if (std::isnan(by_rows[k])) {
+        EXPECT_TRUE(std::isnan(tile[k])) << k;
+      } else {
+        EXPECT_EQ(tile[k], by_rows[k]) << k;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace gausskl::cpu

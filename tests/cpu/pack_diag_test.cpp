@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cpu/tunables.hpp"
+#include "hwy/tests/hwy_gtest.h"
 
 namespace gausskl::cpu {
 namespace {
@@ -73,6 +74,38 @@ TEST(PackDiag, DoubleOffsetRowsAndDepth) {
   EXPECT_EQ(dst[1 * kDiagKC + 1], mu[3 * ld + 4]);
   EXPECT_EQ(dst[2 * mr * kDiagKC + (mr + 0) * kDiagKC + 3], v[4 * ld + 6]);
   EXPECT_EQ(dst[2 * mr * kDiagKC + (mr + 1) * kDiagKC + 3], 0.0);
+}
+
+// On every target: panels one vector wide take the in-register transposes (pack_diag_sym.cpp),
+// the others and the last h go value by value.
+class PackDiagSym : public hwy::TestWithParamTarget {};
+HWY_TARGET_INSTANTIATE_TEST_SUITE_P(PackDiagSym);
+
+TEST_P(PackDiagSym, RowsAsLanesThreeValuesPerH) {
+  for (const std::int64_t nr : {1, 2, 3, 4, 8}) {
+    for (const std::int64_t rows : {std::int64_t{1}, nr / 2 + 1, nr}) {
+      for (const std::int64_t d : {1, 2, 7, 8, 9, 20, 33}) {
+        const std::int64_t ld = d + 3;
+        std::vector<double> mu(nr * ld), v(nr * ld), lam(nr * ld);
+        for (std::int64_t i = 0; i < nr * ld; ++i) {
+          mu[i] = static_cast<double>(i) + 1;
+          v[i] = static_cast<double>(i) + 10000;
+          lam[i] = static_cast<double>(i) + 20000;
+        }
+        std::vector<double> dst(3 * nr * d + 1, -1.0);
+        pack_diag_sym(mu.data(), v.data(), lam.data(), ld, rows, d, nr, dst.data());
+        for (std::int64_t c = 0; c < nr; ++c) {
+          for (std::int64_t h = 0; h < d; ++h) {
+            const double* at = &dst[h * 3 * nr];
+            EXPECT_EQ(at[c], c < rows ? mu[c * ld + h] : 0.0) << nr << " " << c << " " << h;
+            EXPECT_EQ(at[nr + c], c < rows ? v[c * ld + h] : 0.0) << nr << " " << c << " " << h;
+            EXPECT_EQ(at[2 * nr + c], c < rows ? lam[c * ld + h] : 0.0) << nr << " " << c;
+          }
+        }
+        EXPECT_EQ(dst.back(), -1.0) << "wrote past the panel";
+      }
+    }
+  }
 }
 
 }  // namespace
