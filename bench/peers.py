@@ -1041,17 +1041,23 @@ def main():
     ap.add_argument("--cpp-bench", default=os.path.join(REPO, "build", "bench",
                                                         "gausskl_bench_calls"),
                     help="the C++ program timing the same calls (make bench builds it)")
+    ap.add_argument("--only", help="run only these kinds of job (comma-separated: diag, fullrow, "
+                    "fullpair, acc, seeds) and print the results; writes no file unless --out")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         return worker_main(args.worker, args.quick)
-    if args.out is None and not args.quick:
+    if args.out is None and not args.quick and not args.only:
         args.out = os.path.join(HERE, "README.md")
 
     started = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
     load_before = os.getloadavg()[0]
     t0 = time.time()
-    results = run_jobs(plan(args.quick), args)
+    jobs = plan(args.quick)
+    if args.only:
+        kinds = set(args.only.split(","))
+        jobs = [j for j in jobs if j["kind"] in kinds]
+    results = run_jobs(jobs, args)
     print("  running the seeds' calls from C++ (" + args.cpp_bench + ")", file=sys.stderr)
     results.append(dict(kind="cpp", method="bench_calls", size=[],
                         times=cpp_calls(args.cpp_bench, args.quick)))
