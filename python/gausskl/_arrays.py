@@ -68,6 +68,15 @@ def compiling() -> bool:
     return torch is not None and torch.compiler.is_compiling()
 
 
+def transformed() -> bool:
+    """Whether a torch.func transform (grad, vmap, ...) is active: its wrapped tensors have no
+    memory the library could read, so the call runs in torch operations, which the transforms
+    see through."""
+    torch = torch_module()
+    active = getattr(getattr(torch, "_C", None), "_are_functorch_transforms_active", None)
+    return active is not None and active()
+
+
 def foreign_namespace(x):
     """The array API namespace of a DLPack array that is neither NumPy nor torch, else None."""
     if isinstance(x, np.ndarray) or is_torch(x) or not hasattr(x, "__dlpack__"):
