@@ -58,7 +58,10 @@ def check_dtypes(cls: str, *arrays):
 
 
 def is_complex(a) -> bool:
-    return a.is_complex() if is_torch(a) else a.dtype.kind == "c"
+    k = _NATIVE.get(type(a))
+    if k == NUMPY:
+        return a.dtype.kind == "c"
+    return a.is_complex() if k == TORCH or is_torch(a) else a.dtype.kind == "c"
 
 
 def compiling() -> bool:
