@@ -322,9 +322,11 @@ def pairwise_kl(p, q=None, *, jitter: float = 0.0, tolerance: float | None = 0.0
     a negative one is a ValueError, anything but an int a TypeError.
 
     On the torch path (CUDA and MPS tensors, ``torch_path=True``, GAUSSKL_FORCE_TORCH_PATH=1)
-    ``tolerance`` and ``memory_budget`` are checked by the library's rules, then ignored: that
-    path computes in float64 (float32 on MPS) with the centred GEMM form, which has no
-    per-entry error bound.
+    the same promise, in torch operations: float64 arithmetic (float32 on MPS, default
+    tolerance 1e-7 there), diagonal pairs by the centred GEMM form with a rounding bound per
+    entry and the entries it cannot certify recomputed directly, other families directly, in
+    row blocks sized by ``memory_budget`` (a budget too small for one row is the same
+    RuntimeError).
 
     The forum's pairwise KL of diagonal Gaussians (``mu, std: [B, H]``), as one line::
 

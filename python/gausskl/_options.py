@@ -57,8 +57,8 @@ def common(op: str, jitter, memory_budget_, threads):
 
 def check_torch_path(op: str, jitter, tolerance_: float = 0.0, budget: int = 0) -> None:
     """The library's rules for the options, in its order (src/core/ops.cpp check_options: the
-    jitter, the tolerance, the budget), on the torch path, which then ignores the tolerance and
-    the budget: it has no certified error bounds and allocates as torch does."""
+    jitter, the tolerance, the budget), on the torch path (which then certifies all-pairs
+    results within the tolerance and sizes its blocks by the budget, gausskl._torch_path)."""
     from gausskl._torch_path import check_jitter, show
 
     check_jitter(op, jitter)
