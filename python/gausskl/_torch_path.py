@@ -389,8 +389,46 @@ def _pair_rowwise(P: Side, Q: Side | None) -> torch.Tensor:
     if P.F is not None:
         tr = tr + Q.quad(P.F)
     maha = Q.quad(diff[..., None])
-    # KL >= 0: a negative value is round-off of near-equal terms (low rank p ~ q).
-    return _overflowed_to_inf(torch.clamp_min(0.5 * (tr + maha - P.d + Q.logdet - P.logdet), 0.0))
+    two = tr + maha - P.d + Q.logdet - P.logdet
+    if P.kind == "low_rank" and Q.kind == "low_rank":
+        # Near-duplicates: the terms cancel to round-off (a KL of 1e-16 from terms of ~D); such
+        # rows are computed again from the difference of the two distributions.
+        with torch.no_grad():
+            scale = (tr.abs() + maha.abs() + P.d + Q.logdet.abs() + P.logdet.abs()).detach()
+            near = torch.nonzero(two.detach() < NEAR_DUPLICATE * scale)[:, 0]
+        if near.numel():
+            two = two.index_put((near,), _low_rank_difference(P, Q, near).to(two.dtype))
+    # KL >= 0: a negative value is round-off of near-equal terms.
+    return _overflowed_to_inf(torch.clamp_min(0.5 * two, 0.0))
+
+
+# A low-rank pair whose 2 KL is below this fraction of the magnitude of its terms has lost more
+# than 6 of its digits to cancellation: _low_rank_difference computes it instead.
+NEAR_DUPLICATE = 1e-6
+
+
+def _low_rank_difference(P: Side, Q: Side, rows: torch.Tensor) -> torch.Tensor:
+    """2 KL(p || q) of low-rank rows from their difference, which does not cancel: with
+    S_q = D_q + W_q W_q' = L L' and Delta = S_p - S_q = (D_p - D_q) + (A E' + E A') / 2,
+    E = W_p - W_q, A = W_p + W_q (each entry small when p ~ q), the eigenvalues l of
+    L^-1 Delta L^-T give 2 KL = sum (l - log(1 + l)) + |L^-1 (mu_p - mu_q)|^2, with
+    l - log(1 + l) by its series where l is small. Dense D x D, for the few rows that need it."""
+    wp, wq, dp, dq = P.W[rows], Q.W[rows], P.Dg[rows], Q.Dg[rows]
+    e, a = wp - wq, wp + wq
+    delta = torch.diag_embed(dp - dq) + 0.5 * (a @ e.transpose(-1, -2) + e @ a.transpose(-1, -2))
+    chol = torch.linalg.cholesky(torch.diag_embed(dq) + wq @ wq.transpose(-1, -2))
+    x = torch.linalg.solve_triangular(chol, delta, upper=False)
+    s = torch.linalg.solve_triangular(chol, x.transpose(-1, -2), upper=False)
+    lam = torch.linalg.eigvalsh(0.5 * (s + s.transpose(-1, -2)))
+    small = lam.abs() < 1e-2
+    ls = torch.where(small, lam, torch.zeros_like(lam))
+    # l^2/2 - l^3/3 + ... - l^9/9: the first omitted term is below 1e-16 of l^2 / 2 here.
+    series = sum(((-1) ** k) * ls ** k / k for k in range(2, 10))
+    direct = lam - torch.log1p(torch.where(small, torch.zeros_like(lam), lam))
+    f = torch.where(small, series, direct)
+    diff = (P.mean[rows] - Q.mean[rows])[..., None]
+    y = torch.linalg.solve_triangular(chol, diff, upper=False)
+    return f.sum(-1) + (y * y).sum((-2, -1))
 
 
 def _overflowed_to_inf(kl: torch.Tensor) -> torch.Tensor:

@@ -176,3 +176,41 @@ def test_blocks_follow_the_budget_and_never_hold_n_m_d(monkeypatch):
     got = gk.pairwise_kl(t, memory_budget=budget)
     assert max(seen) <= 5 and len(seen) >= 8
     assert_within(got.numpy(), ref_pairwise_diag(g), 1e-13)
+
+
+def mp_kl_low_rank(m1, w1, d1, m2, w2, d2):
+    """KL between low-rank Gaussians in mpmath, from the float64 parameters as given."""
+    def cov(w, dg):
+        w = mpmath.matrix(w.tolist())
+        return w * w.T + mpmath.diag([mpmath.mpf(float(x)) for x in dg])
+    S1, S2 = cov(w1, d1), cov(w2, d2)
+    diff = mpmath.matrix([mpmath.mpf(float(a)) - mpmath.mpf(float(b)) for a, b in zip(m2, m1)])
+    inv = S2 ** -1
+    d = S1.rows
+    tr = sum((inv * S1)[k, k] for k in range(d))
+    maha = (diff.T * inv * diff)[0, 0]
+    return (tr + maha - d + mpmath.log(mpmath.det(S2)) - mpmath.log(mpmath.det(S1))) / 2
+
+
+@pytest.mark.parametrize("level", [1e-8, 1e-12])
+@pytest.mark.parametrize("diagonal_too", [False, True])
+def test_tiny_low_rank_divergence_keeps_relative_accuracy(level, diagonal_too):
+    """D = 6, R = 2, q's cov_factor = W (1 + level noise), same mean, the diagonal the same or
+    perturbed as well: relative error <= 1e-6 of the tiny value (mpmath at 60 digits), never 0
+    for p != q. The library path did 23% (2.22e-16 against 2.88e-16) and returned 0 in 30 of
+    200 seeds with the diagonal perturbed."""
+    mpmath.mp.dps = 60
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        mean = rng.normal(size=(1, 6))
+        w = rng.normal(size=(1, 6, 2))
+        dg = rng.uniform(0.5, 2, (1, 6))
+        w2 = w * (1 + level * rng.normal(size=w.shape))
+        dg2 = dg * (1 + level * rng.normal(size=dg.shape)) if diagonal_too else dg
+        exact = mp_kl_low_rank(mean[0], w[0], dg[0], mean[0], w2[0], dg2[0])
+        t = torch.as_tensor
+        p = gk.LowRankGaussian(t(mean), cov_factor=t(w), cov_diag=t(dg))
+        q = gk.LowRankGaussian(t(mean), cov_factor=t(w2), cov_diag=t(dg2))
+        for got in (gk.kl(p, q), gk.pairwise_kl(p, q)[0]):
+            assert abs(float(got) - float(exact)) <= 1e-6 * float(exact), (seed, float(got),
+                                                                           float(exact))
