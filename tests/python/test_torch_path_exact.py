@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import gausskl as gk
-from conftest import needs_torch
+from conftest import mp_kl_low_rank, needs_torch
 from test_options import adversarial_diag, assert_within, ref_pairwise_diag
 
 torch = pytest.importorskip("torch")
@@ -176,20 +176,6 @@ def test_blocks_follow_the_budget_and_never_hold_n_m_d(monkeypatch):
     got = gk.pairwise_kl(t, memory_budget=budget)
     assert max(seen) <= 5 and len(seen) >= 8
     assert_within(got.numpy(), ref_pairwise_diag(g), 1e-13)
-
-
-def mp_kl_low_rank(m1, w1, d1, m2, w2, d2):
-    """KL between low-rank Gaussians in mpmath, from the float64 parameters as given."""
-    def cov(w, dg):
-        w = mpmath.matrix(w.tolist())
-        return w * w.T + mpmath.diag([mpmath.mpf(float(x)) for x in dg])
-    S1, S2 = cov(w1, d1), cov(w2, d2)
-    diff = mpmath.matrix([mpmath.mpf(float(a)) - mpmath.mpf(float(b)) for a, b in zip(m2, m1)])
-    inv = S2 ** -1
-    d = S1.rows
-    tr = sum((inv * S1)[k, k] for k in range(d))
-    maha = (diff.T * inv * diff)[0, 0]
-    return (tr + maha - d + mpmath.log(mpmath.det(S2)) - mpmath.log(mpmath.det(S1))) / 2
 
 
 @pytest.mark.parametrize("level", [1e-8, 1e-12])
