@@ -58,12 +58,16 @@ void jacobi_eigenvalues(double* a, std::int64_t d) noexcept {
 
 double two_kl_low_rank_difference(const Prepared& p, const Prepared& q, double* scratch) noexcept {
   const std::int64_t d = p.d, rp = p.r, rq = q.r;
-  double* l = scratch;      // [d*d] Sq, then its Cholesky factor
-  double* s = l + d * d;    // [d*d] Delta, then S
-  double* xt = s + d * d;   // [d*d] X^T, X = L^{-1} Delta
-  double* y = xt + d * d;   // [d]
-  const auto up = [&](std::int64_t i, std::int64_t c) { return c < rp ? p.factor[i * rp + c] : 0.0; };
-  const auto uq = [&](std::int64_t i, std::int64_t c) { return c < rq ? q.factor[i * rq + c] : 0.0; };
+  double* l = scratch;     // [d*d] Sq, then its Cholesky factor
+  double* s = l + d * d;   // [d*d] Delta, then S
+  double* xt = s + d * d;  // [d*d] X^T, X = L^{-1} Delta
+  double* y = xt + d * d;  // [d]
+  const auto up = [&](std::int64_t i, std::int64_t c) {
+    return c < rp ? p.factor[i * rp + c] : 0.0;
+  };
+  const auto uq = [&](std::int64_t i, std::int64_t c) {
+    return c < rq ? q.factor[i * rq + c] : 0.0;
+  };
   const std::int64_t r = rp > rq ? rp : rq;
   for (std::int64_t i = 0; i < d; ++i) {
     for (std::int64_t j = 0; j <= i; ++j) {

@@ -16,7 +16,9 @@
 namespace gausskl::cpu {
 
 // Doubles of scratch two_kl_low_rank_difference needs.
-inline std::int64_t low_rank_difference_scratch(std::int64_t d) { return 3 * d * d + d; }
+inline std::int64_t low_rank_difference_scratch(std::int64_t d) {
+  return 3 * d * d + d;
+}
 
 // 2 KL(p || q) for low-rank p and q with diagonal bases (p.r, q.r > 0), or -1 if Sq does not
 // factor in double (the caller keeps its own value).
