@@ -90,7 +90,9 @@ bench-build: deps
 	@$(CMAKE) -S . -B build $(CMAKE_FLAGS) -DGAUSSKL_BUILD_BENCH=ON >/dev/null
 	@$(CMAKE) --build build -j $(JOBS)
 
-bench: bench-build
+# The C++ benchmarks, then the seeds' own calls from Python beside the same calls from C++ (the
+# per-call cost of the Python layer) and the users' PyTorch code: bench/peers.py --only seeds.
+bench: bench-build python
 	@build/bench/gausskl_bench_calls --benchmark_counters_tabular=true
 	@build/bench/gausskl_bench_rowwise --benchmark_counters_tabular=true
 	@build/bench/gausskl_bench_rowwise_kernel --benchmark_counters_tabular=true
@@ -98,6 +100,7 @@ bench: bench-build
 		--benchmark_counters_tabular=true
 	@build/bench/gausskl_bench_full_pairs --benchmark_counters_tabular=true
 	@build/bench/gausskl_bench_pairwise_backward --benchmark_counters_tabular=true
+	@$(PY) bench/peers.py --only seeds
 
 # gausskl side by side with PyTorch (forum broadcast, torch.distributions, GEMM in torch, SGEMM
 # floor, the seeds' own calls against the same calls from C++): rewrites the results section of

@@ -34,6 +34,10 @@ CASES = {
     "000_b1024": ("seed 000: pairwise, B = 1024, H = 256, forward", "GEMM expansion", False),
     "000_b1024_grad": ("seed 000: pairwise, B = 1024, H = 256, forward + backward",
                        "GEMM expansion, autograd", True),
+    "000_b100_grad_weighted": ("seed 000: the same, B = 100, a weighted loss sum(W * KL)",
+                               "GEMM expansion, autograd", True),
+    "000_b1024_grad_weighted": ("seed 000: the same, B = 1024, a weighted loss sum(W * KL)",
+                                "GEMM expansion, autograd", True),
     "001_b5": ("seed 001: full covariance row-wise, batch 5, d = 3 (scale_tril; building both "
                "distributions included)", "two triangular solves", False),
     "001_b5_packed": ("seed 001: the same from the blog's packed factors (log diagonal)",
@@ -81,6 +85,8 @@ TARGETS = [
     ("000_b1024", 1.0, "faster than the GEMM expansion (default tolerance, exact)"),
     ("000_b100_grad", 1.0, "no slower than the GEMM expansion's autograd"),
     ("000_b1024_grad", 1.0, "no slower than the GEMM expansion's autograd"),
+    ("000_b100_grad_weighted", 1.0, "no slower than the GEMM expansion's autograd"),
+    ("000_b1024_grad_weighted", 1.0, "no slower than the GEMM expansion's autograd"),
 ]
 
 
@@ -160,8 +166,12 @@ def build(case: str, seed: int = 0, tiny: bool = False):
         if grad:
             mu.requires_grad_()
             std.requires_grad_()
-            theirs = _step(lambda: torch_gemm(mu, std, mu, std).sum(), [mu, std])
-            ours = _step(lambda: gk.pairwise_kl(gk.DiagGaussian(mu, std=std)).sum(), [mu, std])
+            # sum(KL) gives the backward a uniform upstream gradient (closed forms, O(B H));
+            # a weighted loss, as a contrastive one, the general [B, B] one (GEMM-shaped).
+            w = t(rng.uniform(0, 1, (b, b))) if case.endswith("weighted") else None
+            loss = (lambda kl: kl.sum()) if w is None else (lambda kl: (w * kl).sum())
+            theirs = _step(lambda: loss(torch_gemm(mu, std, mu, std)), [mu, std])
+            ours = _step(lambda: loss(gk.pairwise_kl(gk.DiagGaussian(mu, std=std))), [mu, std])
         else:
             theirs = lambda: torch_gemm(mu, std, mu, std)  # noqa: E731
             ours = lambda: gk.pairwise_kl(gk.DiagGaussian(mu, std=std))  # noqa: E731

@@ -58,7 +58,10 @@ def check_dtypes(cls: str, *arrays):
 
 
 def is_complex(a) -> bool:
-    return a.is_complex() if is_torch(a) else a.dtype.kind == "c"
+    k = _NATIVE.get(type(a))
+    if k == NUMPY:
+        return a.dtype.kind == "c"
+    return a.is_complex() if k == TORCH or is_torch(a) else a.dtype.kind == "c"
 
 
 def compiling() -> bool:
@@ -66,6 +69,15 @@ def compiling() -> bool:
     operators, see gausskl._compile)."""
     torch = torch_module()
     return torch is not None and torch.compiler.is_compiling()
+
+
+def transformed() -> bool:
+    """Whether a torch.func transform (grad, vmap, ...) is active: its wrapped tensors have no
+    memory the library could read, so the call runs in torch operations, which the transforms
+    see through."""
+    torch = torch_module()
+    active = getattr(getattr(torch, "_C", None), "_are_functorch_transforms_active", None)
+    return active is not None and active()
 
 
 def foreign_namespace(x):

@@ -221,7 +221,7 @@ class DiagGaussian(Gaussian):
             scale = scales[param]
             km, ks = _arrays.native(mean), _arrays.native(scale)
         ms, ss = mean.shape, scale.shape
-        if ss == ms and len(ms) > 0:
+        if ss == ms and ms:
             batch = ms[:-1]
         else:
             if len(ms) == 0:

@@ -102,7 +102,7 @@ class _Request:
                 from gausskl import _autograd
 
                 return self.finish(_autograd.run(self))
-            if got == TORCH_PATH:
+            if got == TORCH_PATH or _arrays.transformed():
                 return self.finish(self.torch_ops())
             if converted:
                 raise RuntimeError(f"[{self.op}] internal error: inputs not readable after "
@@ -176,10 +176,17 @@ def _contiguous(g: Gaussian) -> Gaussian:
                        for a, r in zip(g._spec[1:], ranks)])
 
 
-def _autograd():
-    from gausskl import _autograd as module
+_AUTOGRAD = None
 
-    return module
+
+def _autograd():
+    """gausskl._autograd, imported on first use (it imports torch)."""
+    global _AUTOGRAD
+    if _AUTOGRAD is None:
+        from gausskl import _autograd as module
+
+        _AUTOGRAD = module
+    return _AUTOGRAD
 
 
 def _compiled(name):

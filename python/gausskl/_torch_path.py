@@ -382,7 +382,14 @@ def _pair_rowwise(P: Side, Q: Side | None) -> torch.Tensor:
     if P.F is not None:
         tr = tr + Q.quad(P.F)
     maha = Q.quad(diff[..., None])
-    return 0.5 * (tr + maha - P.d + Q.logdet - P.logdet)
+    return _overflowed_to_inf(0.5 * (tr + maha - P.d + Q.logdet - P.logdet))
+
+
+def _overflowed_to_inf(kl: torch.Tensor) -> torch.Tensor:
+    """Inputs are validated finite with bounded log-determinants, so a NaN can only come from a
+    solve that overflowed (0 * inf, inf - inf), where the exact value exceeds the largest float:
+    inf, as the library gives (cpu/stable.hpp two_kl_of_sum)."""
+    return torch.where(torch.isnan(kl), torch.inf, kl)
 
 
 def _sides(op: str, p, q, jitter):
@@ -508,7 +515,7 @@ class _PairwiseForm:
         two = self.left[i0:i1] @ self.right.T + self.c[None, :] - self.s[i0:i1, None]
         # KL >= 0; a negative value is round-off of the expansion, at most a few ulps of the
         # expanded terms (tests compare this path with the library's direct form).
-        return torch.clamp_min(0.5 * two, 0.0)
+        return _overflowed_to_inf(torch.clamp_min(0.5 * two, 0.0))
 
 
 def pairwise(op: str, p, q, out_dtype: torch.dtype, jitter) -> torch.Tensor:

@@ -127,7 +127,7 @@ double two_kl(const Prepared& p, const Prepared& q, double* scratch) {
   // KL >= 0 always; a negative value can only be round-off in the low-rank terms above
   // (diagonal and full pairs add only non-negative terms), bounded by the tests against the
   // long-double reference.
-  return std::max(two_kl, 0.0);
+  return two_kl_of_sum(two_kl);
 }
 
 }  // namespace gausskl::cpu

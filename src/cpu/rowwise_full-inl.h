@@ -44,6 +44,7 @@
 
 #include "cpu/rowwise_diag-inl.h"
 #include "cpu/rowwise_full.hpp"
+#include "cpu/stable.hpp"
 #include "cpu/tunables.hpp"
 #include "gausskl/types.hpp"
 #include "hwy/contrib/math/math-inl.h"
@@ -400,8 +401,7 @@ void Rows(const FullGaussians<T>& p, const FullGaussians<T>& q, std::int64_t lo,
     const double two_kl =
         packed ? TwoKl<true>(d, w, lp, lq, mu, p.mean.strides[1], nu, q.mean.strides[1])
                : TwoKl<false>(d, w, lp, lq, mu, p.mean.strides[1], nu, q.mean.strides[1]);
-    // Every term is >= 0 up to round-off; the clamp only guards the sign of KL.
-    out[i] = 0.5 * std::max(two_kl, 0.0);
+    out[i] = 0.5 * two_kl_of_sum(two_kl);
   }
 }
 

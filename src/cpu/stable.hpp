@@ -5,6 +5,14 @@
 
 namespace gausskl::cpu {
 
+// 2 KL >= 0 from a sum of its terms. Inputs are validated finite with log-determinants bounded,
+// so a NaN can only come from a solve that overflowed (0 * inf, inf - inf): one squared term
+// already exceeds the largest double, and so does the exact value.
+inline double two_kl_of_sum(double sum) {
+  if (std::isnan(sum)) return HUGE_VAL;
+  return sum > 0 ? sum : 0.0;  // a negative sum is round-off
+}
+
 // e^r - 1 - r, the per-dimension variance term of 2 KL with r = log(v_p / v_q)
 // (it equals rho - 1 - log(rho) for rho = v_p / v_q). Exactly 0 at r = 0 and accurate
 // relative to its own size near 0, where rho - 1 - log(rho) loses every digit.

@@ -443,3 +443,57 @@ TEST(Kl, EmptyBatches) {
 
 }  // namespace
 }  // namespace gausskl::test
+
+namespace gausskl::test {
+namespace {
+
+// q's means 1e160 from p's with q's scales 1e-150: the whitened mean difference 1e310
+// overflows, as the exact KL (> 1e600) does. Every family pair gives +inf, never NaN (a solve
+// that overflows meets 0 * inf); the diagonal pair is the control.
+TEST(Kl, OverflowingKlIsInfinite) {
+  const std::int64_t n = 2, d = 3;
+  std::vector<double> zeros(n * d, 0.0), far(n * d, 1e160), ones(n * d, 1.0), tiny(n * d, 1e-150);
+  std::vector<double> eye(n * d * d, 0.0), tiny_eye(n * d * d, 0.0), no_factor(n * d, 0.0);
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t k = 0; k < d; ++k) {
+      eye[(i * d + k) * d + k] = 1.0;
+      tiny_eye[(i * d + k) * d + k] = 1e-150;
+    }
+  std::vector<double> tiny_var(n * d, 1e-300);
+  const auto diag = [&](const std::vector<double>& m, const std::vector<double>& s) {
+    return Gaussians<double>(DiagGaussians<double>{contiguous<double, 2>(m.data(), {n, d}),
+                                                   contiguous<double, 2>(s.data(), {n, d}),
+                                                   DiagParam::stddev});
+  };
+  const auto full = [&](const std::vector<double>& m, const std::vector<double>& l) {
+    return Gaussians<double>(FullGaussians<double>{contiguous<double, 2>(m.data(), {n, d}),
+                                                   contiguous<double, 3>(l.data(), {n, d, d}),
+                                                   FullParam::scale_tril});
+  };
+  const auto lowrank = [&](const std::vector<double>& m, const std::vector<double>& v) {
+    return Gaussians<double>(LowRankGaussians<double>{
+        contiguous<double, 2>(m.data(), {n, d}), contiguous<double, 3>(no_factor.data(), {n, d, 1}),
+        contiguous<double, 2>(v.data(), {n, d})});
+  };
+  const std::vector<std::pair<std::string, Gaussians<double>>> ps = {
+      {"diag", diag(zeros, ones)}, {"full", full(zeros, eye)}, {"lowrank", lowrank(zeros, ones)}};
+  const std::vector<std::pair<std::string, Gaussians<double>>> qs = {
+      {"diag", diag(far, tiny)},
+      {"full", full(far, tiny_eye)},
+      {"lowrank", lowrank(far, tiny_var)}};
+  for (const auto& [pn, p] : ps)
+    for (const auto& [qn, q] : qs) {
+      SCOPED_TRACE(pn + " || " + qn);
+      for (const double v : run_kl<double, double>(p, q))
+        EXPECT_EQ(v, HUGE_VAL);
+      for (const float v : run_kl<double, float>(p, q))
+        EXPECT_EQ(v, HUGE_VALF);
+      std::vector<double> all(n * n);
+      pairwise_kl(p, q, std::span<double>(all));
+      for (const double v : all)
+        EXPECT_EQ(v, HUGE_VAL);
+    }
+}
+
+}  // namespace
+}  // namespace gausskl::test

@@ -291,3 +291,16 @@ def test_second_derivatives(torch, rng, fam, par):
     if fam == "diag":
         g = lambda *xs: gk.pairwise_kl(gaussian(dict(zip(ta, xs))))  # noqa: E731
         assert torch.autograd.gradgradcheck(g, list(ta.values()), eps=1e-6, atol=1e-4)
+
+
+def test_overflowing_kl_is_infinite_on_both_paths(torch):
+    """q's means 1e160 away with scales 1e-150: the whitened difference overflows, as the exact
+    KL does; +inf on the library path and the torch path, never NaN."""
+    d = 3
+    p = gk.FullGaussian(torch.zeros(2, d, dtype=torch.float64),
+                        scale_tril=torch.eye(d, dtype=torch.float64).expand(2, d, d))
+    q = gk.FullGaussian(torch.full((2, d), 1e160, dtype=torch.float64),
+                        scale_tril=1e-150 * torch.eye(d, dtype=torch.float64).expand(2, d, d))
+    for torch_path in (False, True):
+        assert torch.isposinf(gk.kl(p, q, torch_path=torch_path)).all()
+        assert torch.isposinf(gk.pairwise_kl(p, q, torch_path=torch_path)).all()
