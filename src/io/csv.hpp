@@ -28,8 +28,9 @@ struct CsvNames {
 struct CsvTable {
   CsvNames header;  // the header row
   // Without a header row: the names of the '#' line right above the first row, if every
-  // field of it (after the '#', split at commas, tabs or spaces) is a name, as
-  // np.savetxt(header=...) writes them. Only a caller that needs names should use them.
+  // field of it (after the '#', split at commas, tabs or spaces) is a name and there is one
+  // per column, as np.savetxt(header=...) writes them. Only a caller that needs names should
+  // use them.
   CsvNames comment;
   Array values;  // [rows, columns], float64, the header excluded
 };

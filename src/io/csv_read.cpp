@@ -133,8 +133,11 @@ CsvTable parse_csv_table(std::string_view text, const std::string& where,
           table.header.names.emplace_back(name);
         continue;
       }
-      if (comment_line == line_number - 1)
+      if (comment_line == line_number - 1) {
         table.comment = comment_names(last_comment, comment_line);
+        // "# written by hand" is a remark, not names: names must be one per column.
+        if (static_cast<std::int64_t>(table.comment.names.size()) != count) table.comment = {};
+      }
     } else if (count != columns) {
       const std::string first = std::to_string(first_line), expected = std::to_string(columns);
       throw_read_error(where, "line " + std::to_string(line_number) + " has " + count_text(count) +

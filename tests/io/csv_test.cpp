@@ -172,6 +172,8 @@ TEST(Csv, KeepsTheNamesOfSavetxtsHeaderLine) {
   EXPECT_TRUE(table.comment.names.empty());
   table = parse_csv_table("# written by np.savetxt 1.26\n1 2\n", "in.csv");  // not names
   EXPECT_TRUE(table.comment.names.empty());
+  table = parse_csv_table("# mean_0 mean_1 std_0\n1 2\n", "in.csv");  // one name too many
+  EXPECT_TRUE(table.comment.names.empty());
   table = parse_csv_table("#\n1 2\n", "in.csv");
   EXPECT_TRUE(table.comment.names.empty());
 }
