@@ -20,15 +20,16 @@ constexpr const char* kSpecHelp =
     "distributions: FILE.npz holding `mean` [N, D] (or [D]) and one scale description "
     "(std | var | logvar | precision [N, D]; scale_tril | covariance | precision_matrix "
     "[N, D, D]; packed_scale_tril [N, D (D + 1) / 2], L's lower triangle row by row as "
-    "torch.tril_indices orders it; cov_factor [N, D, R] with cov_diag [N, D]); other arrays in "
-    "it are ignored (a note says which). Or FILE.csv, one distribution per row, a header row "
-    "naming the columns mean_0, mean_1, ..., std_0, ... (NAME_i_j for matrices). Or NAME=FILE "
-    "items, each FILE a .npy or a .csv table of one array. CSV: comma-, tab- or "
-    "space-separated, '#' lines skipped";
+    "torch.tril_indices orders it; cov_factor [N, D, R] with cov_diag [N, D]); its other "
+    "arrays are not read (a note names them). Or FILE.csv, one distribution per row, the "
+    "columns named by a header row (or by np.savetxt's '# ' header line): NAME_i for element i "
+    "(mean_0, mean_1, ..., std_0, ...), NAME_i_j for matrices. Or NAME=FILE items, each FILE a "
+    ".npy or a .csv of one array. CSV values: comma-, tab- or space-separated, one kind per "
+    "file; '#' lines skipped";
 
 constexpr const char* kKeysHelp =
-    "the names the input files store arrays under, ARRAY=NAME,...: e.g. mean=mu,std=sigma reads "
-    "mean from the .npz array (or CSV columns) mu and std from sigma";
+    "read ARRAY from what the files store as NAME (an .npz array, CSV columns NAME_i), e.g. "
+    "mean=mu,std=sigma";
 
 constexpr const char* kExitCodes =
     "\nExit status: 0 success; 2 bad input or usage (one line on stderr naming the array, the "
@@ -48,7 +49,7 @@ void add_common(CLI::App* cmd, Args& args, const char* out_help) {
         }
       },
       "ARRAY=NAME,...");
-  cmd->add_option("--keys", args.keys, std::string(kKeysHelp) + ", in every input")
+  cmd->add_option("--keys", args.keys, std::string(kKeysHelp) + "; for --p and --q")
       ->check(keys_rule);
   cmd->add_option("--p-keys", args.p_keys, "as --keys, for --p only (instead of --keys)")
       ->check(keys_rule);
@@ -127,7 +128,9 @@ int main(int argc, char** argv) {
       "  gausskl kl --p P.npz --q Q.npz -o kl.npy\n"
       "  gausskl kl --p mean=mu.npy logvar=lv.npy -o -      # KL to N(0, I), the VAE term\n"
       "  gausskl kl --p P.npz --q Q.npz --log-diagonal -o kl.npy   # packed_scale_tril, log "
-      "L_rr on the diagonal\n");
+      "L_rr on the diagonal\n"
+      "  gausskl kl --p P.csv --keys mean=mu,std=sigma -o -   # columns mu_0, ..., sigma_0, ...\n"
+      "kl has no --tolerance: row-wise results are always exact.\n");
 
   CLI::App* pairwise = app.add_subcommand("pairwise",
                                           "all pairs: out[i, j] = KL(p_i || q_j), shape [N, M]; "
