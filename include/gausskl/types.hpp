@@ -5,8 +5,13 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
+#include <span>
+#include <stdexcept>
+#include <string>
 #include <utility>
 #include <variant>
 
@@ -31,7 +36,8 @@ struct View {
   }
 };
 
-// A C-order (row-major, contiguous) view of `data` with the given shape.
+// A C-order (row-major, contiguous) view of `data` with the given shape. The caller vouches
+// that data holds the product of the shape's elements; the span overload below checks it.
 template <class T, int Rank>
 View<T, Rank> contiguous(const T* data, std::array<std::int64_t, Rank> shape) {
   View<T, Rank> v{data, shape, {}};
@@ -41,6 +47,52 @@ View<T, Rank> contiguous(const T* data, std::array<std::int64_t, Rank> shape) {
     stride *= shape[k];
   }
   return v;
+}
+
+namespace detail {
+
+inline std::string shape_text(const std::int64_t* shape, int rank) {
+  std::string text = "[";
+  for (int k = 0; k < rank; ++k)
+    text += (k ? ", " : "") + std::to_string(shape[k]);
+  return text + "]";
+}
+
+// Throws unless `size` elements are exactly a C-order array of `shape`.
+inline void check_contiguous_size(std::size_t size, const std::int64_t* shape, int rank) {
+  bool has_zero = false;
+  for (int k = 0; k < rank; ++k) {
+    if (shape[k] < 0)
+      throw std::invalid_argument("[contiguous] shape " + shape_text(shape, rank) + " has " +
+                                  std::to_string(shape[k]) + " at axis " + std::to_string(k) +
+                                  ": sizes must be >= 0");
+    has_zero = has_zero || shape[k] == 0;
+  }
+  // The shape's product, formed only while it fits in 64 bits; past that it is surely too many.
+  constexpr std::uint64_t max = std::numeric_limits<std::uint64_t>::max();
+  std::uint64_t need = has_zero ? 0 : 1;
+  bool overflow = false;
+  for (int k = 0; k < rank && !has_zero && !overflow; ++k) {
+    const auto extent = static_cast<std::uint64_t>(shape[k]);
+    overflow = need > max / extent;
+    if (!overflow) need *= extent;
+  }
+  if (overflow || need != size)
+    throw std::invalid_argument(
+        "[contiguous] shape " + shape_text(shape, rank) + " needs " +
+        (overflow ? "more than " + std::to_string(max) : std::to_string(need)) +
+        " elements, the data has " + std::to_string(size));
+}
+
+}  // namespace detail
+
+// The same over a contiguous range: a std::span, or what converts to one (std::vector,
+// std::array), e.g. contiguous<float, 2>(mean_vector, {n, d}).
+// Throws std::invalid_argument unless the range holds exactly the shape's elements.
+template <class T, int Rank>
+View<T, Rank> contiguous(std::span<const T> data, std::array<std::int64_t, Rank> shape) {
+  detail::check_contiguous_size(data.size(), shape.data(), Rank);
+  return contiguous<T, Rank>(data.data(), shape);
 }
 
 // How the scale of a diagonal Gaussian is given, per dimension h:
