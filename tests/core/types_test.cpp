@@ -1,5 +1,5 @@
-// gausskl::contiguous over ranges: the same view as from a pointer, and the size checked against
-// the shape with a message that says both.
+// gausskl::contiguous and gausskl::strided over ranges: the same view as from a pointer, and the
+// size checked against the shape (and strides) with a message that says both.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -88,6 +88,61 @@ TEST(Contiguous, HugeShapesDoNotOverflowIntoAMatch) {
             }),
             "[contiguous] shape [2, 9223372036854775807, 2] needs more than "
             "18446744073709551615 elements, the data has 4");
+}
+
+TEST(Strided, ArraysSideBySideInOneRange) {
+  // A network's output [n, 2 d]: each row mean | logvar. The two views read it in place and
+  // give what contiguous copies of the halves give.
+  const std::int64_t n = 3, d = 2;
+  const std::vector<double> out = {0, 0, 0, 0, 1, -1, 0.5, 0.25, -2, 3, -1, 2};
+  const View<double, 2> mean = strided<double, 2>(out, {n, d}, {2 * d, 1});
+  const View<double, 2> logvar =
+      strided<double, 2>(std::span<const double>(out).subspan(d), {n, d}, {2 * d, 1});
+  EXPECT_EQ(mean(1, 1), -1.0);
+  EXPECT_EQ(logvar(2, 0), -1.0);
+  const std::vector<double> mean_copy = {0, 0, 1, -1, -2, 3},
+                            logvar_copy = {0, 0, 0.5, 0.25, -1, 2};
+  std::vector<double> in_place(n), copied(n);
+  kl_standard_normal(DiagGaussians<double>{mean, logvar, DiagParam::logvar}, in_place);
+  kl_standard_normal(
+      DiagGaussians<double>{contiguous<double, 2>(mean_copy, {n, d}),
+                            contiguous<double, 2>(logvar_copy, {n, d}), DiagParam::logvar},
+      copied);
+  EXPECT_EQ(in_place, copied);
+  EXPECT_EQ(in_place[0], 0.0);
+
+  // Stride 0: one row of scales for every distribution.
+  const std::vector<float> row = {1, 2, 3};
+  const View<float, 2> shared = strided<float, 2>(row, {4, 3}, {0, 1});
+  EXPECT_EQ(shared(3, 2), 3.0f);
+}
+
+TEST(Strided, ReachBeyondTheRangeIsAClearError) {
+  const std::vector<float> eight(8);
+  EXPECT_EQ((strided<float, 2>(eight, {2, 3}, {5, 1})(1, 2)), 0.0f);  // the last at offset 7
+  EXPECT_EQ(invalid_argument_message([&] {
+              strided<float, 2>(eight, {2, 3}, {6, 1});
+            }),
+            "[strided] shape [2, 3] with strides [6, 1] needs 9 elements (the last at offset "
+            "8), the data has 8");
+  EXPECT_EQ(invalid_argument_message([&] {
+              strided<float, 2>(eight, {2, 3}, {3, -1});
+            }),
+            "[strided] shape [2, 3] with strides [3, -1] has stride -1 at axis 1: strides over "
+            "a range must be >= 0 (a View made from a pointer may have negative ones)");
+  EXPECT_EQ(invalid_argument_message([&] {
+              strided<float, 2>(eight, {-2, 3}, {3, 1});
+            }),
+            "[strided] shape [-2, 3] with strides [3, 1] has -2 at axis 0: sizes must be >= 0");
+  // Empty shapes reach nothing, whatever the strides; huge ones do not wrap into a match.
+  const std::vector<float> none;
+  EXPECT_EQ((strided<float, 2>(none, {0, 3}, {1000, 1}).shape[0]), 0);
+  constexpr std::int64_t big = std::int64_t{1} << 62;
+  EXPECT_EQ(invalid_argument_message([&] {
+              strided<float, 2>(eight, {5, 2}, {big, 1});
+            }),
+            "[strided] shape [5, 2] with strides [4611686018427387904, 1] needs more than "
+            "18446744073709551615 elements, the data has 8");
 }
 
 TEST(Contiguous, VectorsAllTheWayThroughAnOperation) {
