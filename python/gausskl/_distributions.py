@@ -357,10 +357,14 @@ class LowRankGaussian(Gaussian):
 
     family = "low_rank"
 
-    def __init__(self, mean, *args, cov_factor, cov_diag):
+    def __init__(self, mean, *args, cov_factor=None, cov_diag=None):
         cls = "LowRankGaussian"
         if args:
             _positional(cls, "LowRankGaussian(mean, cov_factor=..., cov_diag=...)")
+        if cov_factor is None or cov_diag is None:
+            missing = " and ".join(k for k, v in (("cov_factor", cov_factor),
+                                                  ("cov_diag", cov_diag)) if v is None)
+            raise TypeError(f"[{cls}] give both cov_factor= and cov_diag=; {missing} missing")
         mean, a, ns = _read(cls, mean, {"cov_factor": cov_factor, "cov_diag": cov_diag})
         ms = mean.shape
         d = ms[-1]

@@ -240,7 +240,8 @@ def kl(p, q, *, jitter: float = 0.0, memory_budget: int | None = 0, threads: int
         p = _as_gaussian("kl", "p", p)
     if q.__class__ not in _GAUSSIANS:
         q = _as_gaussian("kl", "q", q)
-    if jitter.__class__ is not float or jitter or memory_budget or threads:
+    if (jitter.__class__ is not float or jitter or memory_budget or threads
+            or threads.__class__ is not int):
         jitter, memory_budget, threads = _options.common("kl", jitter, memory_budget, threads)
     else:
         memory_budget = 0
@@ -274,7 +275,8 @@ def kl_standard_normal(p, *, jitter: float = 0.0, memory_budget: int | None = 0,
     """
     if p.__class__ not in _GAUSSIANS:
         p = _as_gaussian("kl_standard_normal", "p", p)
-    if jitter.__class__ is not float or jitter or memory_budget or threads:
+    if (jitter.__class__ is not float or jitter or memory_budget or threads
+            or threads.__class__ is not int):
         jitter, memory_budget, threads = _options.common("kl_standard_normal", jitter,
                                                          memory_budget, threads)
     else:
@@ -335,7 +337,8 @@ def pairwise_kl(p, q=None, *, jitter: float = 0.0, tolerance: float | None = 0.0
         p = _as_gaussian(op, "p", p)
     if q is not None and q.__class__ not in _GAUSSIANS:
         q = _as_gaussian(op, "q", q)
-    if jitter.__class__ is not float or jitter or memory_budget or threads:
+    if (jitter.__class__ is not float or jitter or memory_budget or threads
+            or threads.__class__ is not int):
         jitter, memory_budget, threads = _options.common(op, jitter, memory_budget, threads)
     else:
         memory_budget = 0
@@ -384,12 +387,14 @@ def knn_kl(p, q=None, *, k: int, exclude_self: bool = False, jitter: float = 0.0
         p = _as_gaussian(op, "p", p)
     if q is not None and q.__class__ not in _GAUSSIANS:
         q = _as_gaussian(op, "q", q)
-    if jitter.__class__ is not float or jitter or memory_budget or threads:
+    if (jitter.__class__ is not float or jitter or memory_budget or threads
+            or threads.__class__ is not int):
         jitter, memory_budget, threads = _options.common(op, jitter, memory_budget, threads)
     else:
         memory_budget = 0
     if tolerance.__class__ is not float or tolerance:
         tolerance = _options.tolerance(op, tolerance)
+    k = _options.integer(op, "k", k, _options.INT64_MAX, "2^63 - 1")
     exclude_self = bool(exclude_self)
     request = _Request(op, p, q, threads=threads, jitter=jitter, budget=memory_budget,
                        torch_path=torch_path, tolerance=tolerance, k=k,
