@@ -62,7 +62,13 @@ def test_an_input_larger_than_the_budget_fails_before_it_is_read(gausskl, tmp_pa
     result = gausskl("kl", *spec, "--memory-budget", "12M", "-o", out)
     assert result.returncode == 1
     assert "[read]" in result.stderr
-    assert "needs 9.8 MiB, but only 2.2 MiB of the 12.0 MiB memory budget is left" in result.stderr
+    assert result.stderr == (
+        f"gausskl: error: [read] {spec[1]}: entry 'std.npy': needs 9.8 MiB, but the inputs before "
+        "it took 9.8 MiB of --memory-budget 12.0 MiB, which left 2.2 MiB\n")
+    result = gausskl("kl", *spec, "--memory-budget", "1M", "-o", out)
+    assert result.returncode == 1
+    assert result.stderr == (f"gausskl: error: [read] {spec[1]}: entry 'mean.npy': needs 9.8 MiB, "
+                             "but --memory-budget 1.0 MiB is less\n")
     assert not out.exists()
 
 
