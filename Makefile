@@ -18,13 +18,23 @@ build: deps
 	@$(CMAKE) -S . -B build $(CMAKE_FLAGS) -DGAUSSKL_WERROR=ON >/dev/null
 	@$(CMAKE) --build build -j $(JOBS)
 
-# The Python package into .venv (scikit-build-core + nanobind, the same CMake project).
+# The Python package and the gausskl command into .venv (scikit-build-core + nanobind, the same
+# CMake project; the command lands in .venv/bin). The build's output goes to a log: a person
+# sees one line saying where, and its last lines if it fails.
+PY_LOG := build-python/pip-install.log
 python: deps
-	@SKBUILD_BUILD_DIR=build-python $(PY) -m pip install -q --no-build-isolation .
+	@mkdir -p build-python
+	@echo "Building the library, the gausskl command and the Python package into $(VENV)" \
+	  "(a few minutes; the build's output goes to $(PY_LOG))"
+	@SKBUILD_BUILD_DIR=build-python CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) \
+	  $(PY) -m pip install -v --no-build-isolation . >$(PY_LOG) 2>&1 || { tail -n 30 $(PY_LOG); \
+	  echo "make python: the build failed; its whole output is in $(PY_LOG)"; exit 1; }
 
-demo: build python
-	@$(PY) scripts/demo.py --cli build/gausskl --workdir demo-data
-	@echo; echo "== the same from Python (import gausskl as gk)"
+# Runs the command pip installed (.venv/bin/gausskl), as a user of the package would.
+demo: python
+	@echo
+	@$(PY) scripts/demo.py --cli $(VENV)/bin/gausskl --workdir demo-data
+	@echo; echo "== the same from Python: an interpreter session to paste (scripts/demo_python.py)"
 	@$(PY) scripts/demo_python.py
 
 # Everything: format check, Release build with warnings as errors (ctest + CLI pytest), then

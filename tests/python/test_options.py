@@ -355,6 +355,23 @@ def test_budget_of_a_wrong_type_is_a_type_error(path, rng, call, value):
         ALL_OPS[call](small(path, rng), memory_budget=value)
 
 
+@pytest.mark.parametrize("value", [1.5, 2.0, "2", None, True])
+@pytest.mark.parametrize("call", ALL_OPS)
+def test_threads_of_a_wrong_type_is_a_type_error(path, rng, call, value):
+    with pytest.raises(TypeError) as e:
+        ALL_OPS[call](small(path, rng), threads=value)
+    assert str(e.value) == f"[{op_of(call)}] threads must be an int, found {type(value).__name__}"
+
+
+@pytest.mark.parametrize("call", ALL_OPS)
+def test_threads_above_int_is_a_value_error(path, rng, call):
+    with pytest.raises(ValueError) as e:
+        ALL_OPS[call](small(path, rng), threads=1 << 31)
+    assert str(e.value) == (f"[{op_of(call)}] options.threads must be at most 2^31 - 1, found "
+                            "2147483648")
+    assert ALL_OPS[call](small(path, rng), threads=np.int64(2)) is not None  # NumPy ints are ints
+
+
 @needs_torch
 @pytest.mark.parametrize("call", ALL_OPS)
 def test_torch_path_budget(monkeypatch, rng, call):
