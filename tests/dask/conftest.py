@@ -26,7 +26,7 @@ PARAMS = DIAG + FULL + ("cov_factor",)
 def client():
     """Two single-threaded worker processes, as `gausskl-dask --scheduler local:2` runs."""
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None, silence_logs=logging.ERROR) as cluster, \
+                      dashboard_address=None, silence_logs=logging.CRITICAL) as cluster, \
             Client(cluster) as c:
         yield c
 

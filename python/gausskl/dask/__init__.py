@@ -153,7 +153,7 @@ def pairwise_kl(p, q=None, *, jitter: float = 0.0, tolerance: float | None = 0.0
     same = q is None
     name = "gausskl-pairwise-kl-" + tokenize(P.token(), Q.token(), same, options)
     dsk = {(name, a, b): (_tasks.pairwise_block, P.form, P.keys(a), P.starts[a], Q.form,
-                          Q.keys(b), Q.starts[b], same and a == b, options)
+                          Q.keys(b), Q.starts[b], same, options)
            for a in range(P.nchunks) for b in range(Q.nchunks)}
     deps = P.arrays if same else P.arrays + Q.arrays
     return _array(name, dsk, deps, (P.chunks, Q.chunks), _out_dtype(P, Q))
@@ -202,7 +202,7 @@ def knn_kl(p, q=None, *, k: int, exclude_self: bool = False, jitter: float = 0.0
         level = []
         for b in range(Q.nchunks):
             dsk[(blocks, a, b)] = (_tasks.knn_block, P.form, P.keys(a), P.starts[a], Q.form,
-                                   Q.keys(b), Q.starts[b], same and a == b, k, exclude_self,
+                                   Q.keys(b), Q.starts[b], same, k, exclude_self,
                                    in_double, block_dtype, options)
             level.append((blocks, a, b))
         depth = 0

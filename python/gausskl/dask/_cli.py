@@ -162,7 +162,7 @@ def client_for(scheduler: str | None, worker_memory: int | None):
                 raise UsageError(f"--scheduler {scheduler}: local:W needs W >= 1 workers")
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                memory_limit=worker_memory if worker_memory else "auto",
-                               dashboard_address=None, silence_logs=logging.ERROR)
+                               dashboard_address=None, silence_logs=logging.CRITICAL)
         with cluster, Client(cluster) as client:
             yield client
     else:

@@ -17,6 +17,12 @@ from gausskl import _arrays
 from gausskl._distributions import FAMILIES, DiagGaussian, FullGaussian, Gaussian
 
 
+def _nonempty(chunks) -> tuple:
+    """Row chunks without empty ones (a block on the diagonal of q = p is then the one whose two
+    chunks start at the same row); (0,) for no rows."""
+    return tuple(int(c) for c in chunks if c) or (0,)
+
+
 def form_of(g: Gaussian) -> tuple:
     """(family, param, log_diagonal): what _tasks.batch needs to remake a batch like g."""
     log_diagonal = isinstance(g, FullGaussian) and g.log_diagonal
@@ -63,7 +69,7 @@ class Side:
         arrays = g._spec[1:]
         if chunks is None:
             chunks = self._row_chunks(arrays, ranks)
-        self.chunks = tuple(int(c) for c in chunks)
+        self.chunks = _nonempty(chunks)
         self.arrays = [
             _as_dask(a, (self.n, *(int(s) for s in a.shape[a.ndim - r:])), self.chunks)
             for a, r in zip(arrays, ranks)
@@ -82,7 +88,7 @@ class Side:
         """The same side in other row chunks."""
         other = object.__new__(Side)
         other.__dict__.update(self.__dict__)
-        other.chunks = tuple(int(c) for c in chunks)
+        other.chunks = _nonempty(chunks)
         other.arrays = [a.rechunk((other.chunks,) + a.chunks[1:]) for a in self.arrays]
         other.starts = tuple(int(s) for s in np.cumsum((0,) + other.chunks[:-1]))
         return other

@@ -40,24 +40,29 @@ _SIDE = re.compile(r"\[\w+\] (p|q)\.")
 _WHERE = re.compile(r" at (row|distribution) (\d+)")
 
 
-def global_rows(e: Exception, first_rows: dict) -> Exception:
+def global_rows(e: Exception, first_rows: dict, one_batch: bool = False) -> Exception:
     """The library's error with the chunk's row made the row in the whole batch: first_rows
-    gives each side's first row ({"p": 1000, "q": 0})."""
+    gives each side's first row ({"p": 1000, "q": 0}). one_batch: both chunks are of the one
+    batch of a q = p operation, which the library's messages call p."""
     message = str(e)
     side = _SIDE.match(message)
-    offset = first_rows.get(side.group(1), 0) if side else 0
-    if offset == 0:
+    if not side:
+        return e
+    offset = first_rows.get(side.group(1), 0)
+    if one_batch and side.group(1) == "q":
+        message = message[:side.start(1)] + "p" + message[side.end(1):]
+    elif offset == 0:
         return e
     message = _WHERE.sub(lambda m: f" at {m.group(1)} {int(m.group(2)) + offset}", message,
                          count=1)
     return type(e)(message)
 
 
-def _call(first_rows: dict, op, *args, **kwargs):
+def _call(first_rows: dict, op, *args, one_batch: bool = False, **kwargs):
     try:
         return op(*args, **kwargs)
     except ValueError as e:
-        raise global_rows(e, first_rows) from None
+        raise global_rows(e, first_rows, one_batch) from None
 
 
 def _options(options: tuple) -> dict:
@@ -77,24 +82,27 @@ def kl_standard_normal_block(p_form, p_arrays, p_first, options):
                  **_options(options))
 
 
-def pairwise_block(p_form, p_arrays, p_first, q_form, q_arrays, q_first, self_block, options):
-    """The [n_a, m_b] block of KL(p_i || q_j) of row chunk a of p and row chunk b of q; a block
-    of p with itself (q = p and a = b) is the library's q = p call (its diagonal exactly 0)."""
+def pairwise_block(p_form, p_arrays, p_first, q_form, q_arrays, q_first, one_batch, options):
+    """The [n_a, m_b] block of KL(p_i || q_j) of row chunk a of p and row chunk b of q.
+    one_batch: q = p; its block on the diagonal (a = b) is the library's q = p call (a diagonal
+    exactly 0)."""
     p = batch(p_form, p_arrays)
-    if self_block:
+    if one_batch and p_first == q_first:
         return _call({"p": p_first}, gk.pairwise_kl, p, **_options(options))
     q = batch(q_form, q_arrays)
-    return _call({"p": p_first, "q": q_first}, gk.pairwise_kl, p, q, **_options(options))
+    return _call({"p": p_first, "q": q_first}, gk.pairwise_kl, p, q, one_batch=one_batch,
+                 **_options(options))
 
 
-def knn_block(p_form, p_arrays, p_first, q_form, q_arrays, q_first, self_block, k, exclude_self,
+def knn_block(p_form, p_arrays, p_first, q_form, q_arrays, q_first, one_batch, k, exclude_self,
               in_double, dtype, options):
     """The k best of row chunk a of p among row chunk b of q: (global indices int64 [n_a, k_b],
-    values [n_a, k_b]) with k_b = min(k, the block's candidates). A block of p with itself is
-    the library's q = p call, which leaves out j = i with exclude_self; other blocks of q = p hold
-    no j = i. in_double: computed from float64 copies of float32 inputs, whose results are the
+    values [n_a, k_b]) with k_b = min(k, the block's candidates). one_batch: q = p (cut alike);
+    its block on the diagonal is the library's q = p call, which leaves out j = i with
+    exclude_self; the other blocks hold no j = i. in_double: computed from float64 copies of float32 inputs, whose results are the
     same exact doubles the library ranks by before rounding them to float32, so that the merge
     ranks as the library does. dtype: the values' dtype (float64 when in_double)."""
+    self_block = one_batch and p_first == q_first
     p = batch(p_form, p_arrays)
     q = None if self_block else batch(q_form, q_arrays)
     rows = p_arrays[0].shape[0]
@@ -109,7 +117,8 @@ def knn_block(p_form, p_arrays, p_first, q_form, q_arrays, q_first, self_block, 
     if q is None:
         idx, val = _call(first, gk.knn_kl, p, k=kb, exclude_self=exclude_self, **_options(options))
     else:
-        idx, val = _call(first, gk.knn_kl, p, q, k=kb, **_options(options))
+        idx, val = _call(first, gk.knn_kl, p, q, k=kb, one_batch=one_batch,
+                         **_options(options))
     return idx + first["q"], val
 
 
@@ -128,6 +137,8 @@ def knn_merge(parts: list, k: int):
 def knn_final(part, k: int, dtype):
     """The merged list of a row chunk in the result's dtype; exactly k columns."""
     idx, val = part
+    if idx.shape[0] == 0:
+        return np.empty((0, k), np.int64), np.empty((0, k), dtype)
     if idx.shape[1] != k:  # the blocks held fewer candidates than k: impossible past the checks
         raise RuntimeError(f"[knn_kl] internal error: {idx.shape[1]} candidates for k = {k}")
     return idx, val.astype(dtype, copy=False)
