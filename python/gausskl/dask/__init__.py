@@ -58,7 +58,7 @@ from gausskl import _options
 from gausskl.dask import _tasks
 from gausskl.dask._sides import Side, one_row
 
-__all__ = ["kl", "kl_standard_normal", "knn_kl", "pairwise_kl", "to_zarr"]
+__all__ = ["compute_all", "kl", "kl_standard_normal", "knn_kl", "pairwise_kl", "to_zarr"]
 
 
 def _option_tuple(op: str, jitter, tolerance, memory_budget, threads) -> tuple:
@@ -235,28 +235,29 @@ def _regular(x: da.Array) -> da.Array:
     return x if chunks == x.chunks else x.rechunk(chunks)
 
 
-def to_zarr(arrays, path: str, *, overwrite: bool = False, compute=None):
+def to_zarr(arrays, path, *, overwrite: bool = False, client=None, progress: bool = False):
     """Writes one array, or a dict of arrays as a group ({"indices": ..., "kl": ...}), to a new
     Zarr store at the local path, chunk by chunk (Zarr's chunks are the arrays' own), completely
     or not at all: the store is written beside it under a temporary name and renamed once every
-    chunk is in, and removed if any task fails (Dask's own ``to_zarr`` leaves what was written).
-    An existing store at path is an error unless overwrite, which replaces it at the end.
+    chunk is in; if a task fails, the tasks still running are let finish and the temporary store
+    is removed (Dask's own ``to_zarr`` leaves what was written). An existing store at path is an
+    error unless overwrite, which replaces it at the end.
 
-    compute (default ``dask.compute``) is called with the delayed writes: the command-line tool
-    passes one that shows a progress bar.
+    client: the distributed Client to compute on (default: the current one if there is one, else
+    Dask's default scheduler); progress: Dask's progress bar on stderr.
     """
     path = os.fspath(path)
     if os.path.exists(path) and not overwrite:
         raise FileExistsError(f"[to_zarr] {path} exists (overwrite=True replaces it)")
     parent = os.path.dirname(os.path.abspath(path))
     temporary = os.path.join(parent, f".{os.path.basename(path)}.partial-{uuid.uuid4().hex[:8]}")
+    if isinstance(arrays, dict):
+        writes = [da.to_zarr(_regular(a), temporary, component=n, compute=False)
+                  for n, a in arrays.items()]
+    else:
+        writes = [da.to_zarr(_regular(arrays), temporary, compute=False)]
     try:
-        if isinstance(arrays, dict):
-            writes = [da.to_zarr(_regular(a), temporary, component=n, compute=False)
-                      for n, a in arrays.items()]
-        else:
-            writes = [da.to_zarr(_regular(arrays), temporary, compute=False)]
-        (compute or dask.compute)(*writes)
+        compute_all(writes, client, progress)
         if os.path.exists(path):
             old = temporary + ".old"
             os.rename(path, old)
@@ -267,3 +268,65 @@ def to_zarr(arrays, path: str, *, overwrite: bool = False, compute=None):
     except BaseException:
         shutil.rmtree(temporary, ignore_errors=True)
         raise
+
+
+def _current_client():
+    try:
+        from distributed import default_client
+
+        return default_client()
+    except (ImportError, ValueError):
+        return None
+
+
+def compute_all(collections: list, client=None, progress: bool = False) -> list:
+    """The collections computed on client (default: the current distributed Client, if any, else
+    dask.compute). When a task fails, the other tasks of the graph are cancelled and those already
+    running are waited for (a worker cannot stop them) before the error is raised, so that a
+    caller removing their output does not race with them."""
+    client = client or _current_client()
+    if client is None:
+        return list(dask.compute(*collections))
+    futures = client.compute(list(collections))
+    try:
+        if progress:
+            import contextlib
+            import sys
+
+            from distributed import progress as bar
+
+            with contextlib.redirect_stdout(sys.stderr):
+                bar(futures)
+        return client.gather(futures)
+    except BaseException:
+        # The layers' tokens: the scheduler may run tasks under fused names ("a-b-<token of
+        # b>"), which end with the token of one of the graph's own layers.
+        tokens = {str(name).rsplit("-", 1)[-1]
+                  for c in collections for name in c.__dask_graph__().layers}
+        client.cancel(futures)
+        _wait_until_idle(client, tokens)
+        raise
+
+
+def _executing(dask_worker) -> list:
+    """The keys a worker is running (distributed's WorkerState)."""
+    state = dask_worker.state
+    return [str(ts.key) for ts in (*state.executing, *state.long_running)]
+
+
+def _wait_until_idle(client, tokens: set, timeout: float = 300.0):
+    """Until no worker runs a task whose key holds one of tokens (at most timeout seconds)."""
+    import re
+    import time
+
+    words = re.compile(r"[0-9a-f]{8,}")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            running = client.run(_executing)
+        except Exception:  # noqa: BLE001 - a worker lost meanwhile runs nothing of ours
+            time.sleep(0.1)
+            continue
+        if not any(set(words.findall(k)) & tokens for ks in running.values() for k in ks):
+            return
+        time.sleep(0.05)

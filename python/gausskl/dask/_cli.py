@@ -182,15 +182,12 @@ def _worker_count(client) -> int:
 
 
 def _computer(client, show: bool):
-    """compute(*collections) on the cluster, with Dask's progress bar on stderr when show."""
-    from distributed import progress
+    """compute(*collections) on the cluster, with Dask's progress bar on stderr when show; a
+    failed run returns once no task of it is running any more."""
+    from gausskl.dask import compute_all
 
     def compute(*collections):
-        futures = client.compute(list(collections))
-        if show:
-            with contextlib.redirect_stdout(sys.stderr):
-                progress(futures)
-        return client.gather(futures)
+        return compute_all(list(collections), client, show)
 
     return compute
 
@@ -262,7 +259,7 @@ def run(args, client, show):
                                  memory_budget=args.memory_budget, threads=args.threads)
         kl = kl.astype(out_dtype, copy=False)
         if out.rstrip("/").endswith(".zarr"):
-            to_zarr(kl, out.rstrip("/"), overwrite=True, compute=compute)
+            to_zarr(kl, out.rstrip("/"), overwrite=True, client=client, progress=show)
         elif out.endswith(".npy"):
             _store_npy(kl, out, compute)
         else:
@@ -284,7 +281,8 @@ def run(args, client, show):
                                  memory_budget=args.memory_budget, threads=args.threads)
     kl = kl.astype(out_dtype, copy=False)
     if out.rstrip("/").endswith(".zarr"):
-        to_zarr({"indices": indices, "kl": kl}, out.rstrip("/"), overwrite=True, compute=compute)
+        to_zarr({"indices": indices, "kl": kl}, out.rstrip("/"), overwrite=True,
+                client=client, progress=show)
         return
     idx, val = compute(indices, kl)
     if out.endswith(".npz"):
