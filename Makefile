@@ -7,8 +7,8 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS := -G Ninja -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: deps build python demo test test-release test-asan test-tsan test-fuzz fuzz format \
-  format-check bench-build bench bench-peers clean
+.PHONY: deps build python dask-extra demo test test-release test-asan test-tsan test-fuzz fuzz \
+  format format-check bench-build bench bench-peers bench-dask clean
 
 deps:
 	@scripts/install_deps.sh
@@ -22,6 +22,14 @@ build: deps
 python: deps
 	@SKBUILD_BUILD_DIR=build-python $(PY) -m pip install -q --no-build-isolation .
 
+# The dask extra's packages (pyproject.toml, [project.optional-dependencies] dask; the test
+# tests/dask/test_packaging.py keeps the two lists equal), from PyPI by name, for gausskl.dask
+# and gausskl-dask.
+DASK_EXTRA := dask[array]>=2024.1 distributed>=2024.1 zarr>=2.16
+dask-extra: deps
+	@$(PY) -c "import dask.array, distributed, zarr" 2>/dev/null || \
+	  { echo "dask-extra: pip install $(DASK_EXTRA)"; $(PY) -m pip install -q $(foreach p,$(DASK_EXTRA),"$(p)"); }
+
 demo: build python
 	@$(PY) scripts/demo.py --cli build/gausskl --workdir demo-data
 	@echo; echo "== the same from Python (import gausskl as gk)"
@@ -31,13 +39,15 @@ demo: build python
 # the same suites under AddressSanitizer + UndefinedBehaviorSanitizer.
 test: deps format-check test-release test-asan test-tsan test-fuzz
 
-test-release: build python
+test-release: build python dask-extra
 	@echo "== ctest (Release)"
 	@cd build && ctest --output-on-failure -j $(JOBS)
 	@echo "== pytest: CLI (Release)"
 	@GAUSSKL_CLI=$(CURDIR)/build/gausskl $(PY) -m pytest -q tests/cli
 	@echo "== pytest: Python package"
 	@$(PY) -m pytest -q tests/python
+	@echo "== pytest: gausskl.dask and gausskl-dask (LocalCluster of worker processes)"
+	@GAUSSKL_CLI=$(CURDIR)/build/gausskl $(PY) -m pytest -q tests/dask
 
 test-asan: deps
 	@$(CMAKE) -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -98,6 +108,11 @@ bench: bench-build python
 # `.venv/bin/python bench/peers.py --quick` is a < 30 s smoke run.
 bench-peers: bench-build python
 	@$(PY) bench/peers.py --out bench/README.md
+
+# gausskl-dask against gausskl on this machine (bench/dask_scale.py; see bench/README.md, "Scaling
+# out on Dask"): knn N = M = 200,000 (~15 min in all) and pairwise N = M = 40,000 to Zarr.
+bench-dask: build python dask-extra
+	@$(PY) bench/dask_scale.py --cli build/gausskl
 
 clean:
 	rm -rf build build-asan build-tsan build-python build-fuzz demo-data
