@@ -78,6 +78,11 @@ triangular factors); under ``torch.compile`` the operations are torch custom ope
 losses compile with ``fullgraph=True``. CUDA and MPS tensors are computed with the same
 algorithms in torch operations.
 
+Batches of Dask arrays (row chunks of millions of distributions) are computed chunk by chunk on
+Dask's workers by ``gausskl.dask`` (``gk.dask.pairwise_kl``, ``gk.dask.knn_kl``, ``gk.dask.kl``;
+the extra ``pip install "gausskl[dask]"``), imported on first use: ``import gausskl`` does not
+import Dask.
+
 A covariance or precision matrix that is not positive definite is an error unless the operation
 is given ``jitter=EPS`` (every operation takes it): such matrices, and only those, are then
 factored with EPS added to their diagonal, and a ``JitterWarning`` says how many:
@@ -106,6 +111,15 @@ from gausskl._jitter import JitterWarning
 from gausskl._ops import kl, kl_standard_normal, knn_kl, pairwise_kl
 
 __version__ = _library_version()
+
+
+def __getattr__(name):
+    # gk.dask: imported on first use, so that `import gausskl` never imports Dask.
+    if name == "dask":
+        import importlib
+
+        return importlib.import_module("gausskl.dask")
+    raise AttributeError(f"module 'gausskl' has no attribute {name!r}")
 
 __all__ = [
     "DiagGaussian",

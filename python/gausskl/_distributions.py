@@ -145,7 +145,8 @@ class Gaussian:
         return any(getattr(a, "requires_grad", False) for a in self._spec[1:])
 
     def __repr__(self) -> str:
-        framework = "torch" if self._torch else "numpy"
+        framework = ("torch" if self._torch else
+                     "dask" if any(_arrays.is_dask(a) for a in self._spec[1:]) else "numpy")
         where = f", device={self.device}" if self._torch and self.device != "cpu" else ""
         size = f"N={self.n}" if len(self._batch) <= 1 else f"batch_shape={tuple(self._batch)}"
         return (f"{self._cls}({size}, D={self.d}, {self._describe()}, dtype={self.dtype}, "

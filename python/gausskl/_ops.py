@@ -116,6 +116,9 @@ class _Request:
         """Every array in the common dtype the library reads in place; an all-pairs q batch (p
         without q) contiguous."""
         gs = self.gaussians
+        if any(_arrays.is_dask(a) for g in gs for a in g._spec[1:]):
+            raise TypeError(f"[{self.op}] the distributions hold Dask arrays: use "
+                            f"gausskl.dask.{self.op} (lazy, chunk by chunk), or compute them first")
         k = _arrays.common_kind(a for g in gs for a in g._spec[1:])
         gs = [g._replace([_arrays.converted(a, k) for a in g._spec[1:]]) for g in gs]
         if self.op in ("pairwise_kl", "knn_kl"):
