@@ -121,3 +121,19 @@ def test_no_partial_zarr_store(client, rng, tmp_path):
         gk.dask.to_zarr(x, tmp_path / "kl.zarr", overwrite=True)
     assert os.listdir(tmp_path) == ["kl.zarr"]
     assert os.listdir(tmp_path / "kl.zarr") == ["old"]
+
+
+def test_no_partial_zarr_store_on_the_local_scheduler(rng, tmp_path, monkeypatch):
+    """Without a distributed Client: Dask's threaded scheduler, whose threads still writing
+    chunks when another task fails are waited for before the temporary store is removed."""
+    pytest.importorskip("zarr")
+    monkeypatch.setattr(gk.dask, "_current_client", lambda: None)
+    a = spoil(arrays(rng, "std", 400, 3), "negative std", 5)
+    x = gk.dask.pairwise_kl(chunked("std", a, 10))  # the bad row is in the first chunk
+    with dask.config.set(num_workers=4):
+        with pytest.raises(ValueError, match=r"found -0.5 at row 5, column 2"):
+            gk.dask.to_zarr(x, tmp_path / "kl.zarr")
+    assert os.listdir(tmp_path) == []
+    good = gk.dask.pairwise_kl(chunked("std", arrays(rng, "std", 40, 3), 7))
+    gk.dask.to_zarr(good, tmp_path / "ok.zarr")
+    assert os.listdir(tmp_path) == ["ok.zarr"]

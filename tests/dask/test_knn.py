@@ -96,6 +96,37 @@ def test_knn_merge_tree(client, rng):
                                            gaussian("scale_tril", b), k=3))
 
 
+@pytest.mark.parametrize("tolerance", (None, 1e-7, 1e-5, 1e-3))
+def test_knn_float32_is_the_library_s_bit_for_bit(client, rng, tolerance):
+    """float32 inputs, D = 64, where a float32 call with a tolerance of 1e-5 or more runs the
+    library's float kernel: the blocks rank float64 copies (screened at 1e-7 by default) and
+    round at the end, and the result is gk.knn_kl's on the float32 batch, bit for bit, whatever
+    the tolerance. The rows come in pairs, the second with one mean nudged by 2^-22: the pairs'
+    values tie in float32 but not in the doubles the library ranks by (about a third of the
+    float32 ties then have the higher index first), so a merge ranking rounded values would
+    differ."""
+    a = arrays(rng, "std", 90, 64, np.float32)
+    b = arrays(rng, "std", 150, 64, np.float32)
+    for x in (a, b):
+        for name in ("mean", "std"):
+            x[name][1::2] = x[name][0::2]
+        x["mean"][1::2, 0] *= np.float32(1 + 2**-22)
+    kw = {} if tolerance is None else {"tolerance": tolerance}
+    p, q = gaussian("std", a), gaussian("std", b)
+    runs, wants = [], []
+    for pc, qc in (((90,), (150,)), ((7,) * 12 + (6,), (1,) * 10 + (14,) * 10),
+                   ((30, 60), (75, 75))):
+        runs.append(gk.dask.knn_kl(chunked("std", a, pc), chunked("std", b, qc), k=10, **kw))
+        wants.append(gk.knn_kl(p, q, k=10, **kw))
+        runs.append(gk.dask.knn_kl(chunked("std", a, pc), k=10, exclude_self=True, **kw))
+        wants.append(gk.knn_kl(p, k=10, exclude_self=True, **kw))
+    for (idx, val), got, want in zip(runs, dask.compute(*runs), wants):
+        assert val.dtype == np.float32 and want[1].dtype == np.float32
+        same(got, want)
+    ties = np.diff(wants[0][1], axis=1) == 0
+    assert np.any(ties & (np.diff(wants[0][0], axis=1) < 0))  # the data does what it says
+
+
 def test_knn_dask_arrays_from_zarr(client, rng, tmp_path):
     pytest.importorskip("zarr")
     a = arrays(rng, "logvar", 300, 8, np.float32)

@@ -191,9 +191,14 @@ def knn_kl(p, q=None, *, k: int, exclude_self: bool = False, jitter: float = 0.0
         raise ValueError(f"[{op}] k = {k} must be between 1 and "
                          f"{'M - 1' if exclude_self else 'M'} = {max_k}")
     dtype = _out_dtype(P, Q)
-    # float32 results: the blocks keep the exact doubles, ranked as the library ranks them.
+    # float32 results: the blocks keep the exact doubles, ranked as the library ranks them,
+    # from float64 copies screened with float32's default tolerance (1e-7; the tolerance changes
+    # the speed, not the result). The float kernel that a float32 call may use from about 1e-5
+    # is not used on the copies.
     in_double = dtype == np.float32
     block_dtype = np.dtype("float64") if in_double else dtype
+    if in_double and not options[1]:
+        options = (options[0], 1e-7, *options[2:])
     token = tokenize(P.token(), Q.token(), same, k, exclude_self, options, split_every)
     blocks, merges = "gausskl-knn-block-" + token, "gausskl-knn-merge-" + token
     final = "gausskl-knn-" + token
@@ -286,7 +291,7 @@ def compute_all(collections: list, client=None, progress: bool = False) -> list:
     caller removing their output does not race with them."""
     client = client or _current_client()
     if client is None:
-        return list(dask.compute(*collections))
+        return _compute_locally(collections)
     futures = client.compute(list(collections))
     try:
         if progress:
@@ -308,6 +313,22 @@ def compute_all(collections: list, client=None, progress: bool = False) -> list:
         raise
 
 
+def _compute_locally(collections: list) -> list:
+    """dask.compute on Dask's local scheduler. The threaded one (the default for arrays) raises
+    a task's error while its other threads still run their tasks: it is given a pool here that
+    is shut down, waiting for them, before the error goes on."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    scheduler = dask.config.get("scheduler", None)
+    if scheduler not in (None, "threads", "threading"):
+        return list(dask.compute(*collections))
+    pool = ThreadPoolExecutor(dask.config.get("num_workers", None) or os.cpu_count() or 1)
+    try:
+        return list(dask.compute(*collections, scheduler="threads", pool=pool))
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def _executing(dask_worker) -> list:
     """The keys a worker is running (distributed's WorkerState)."""
     state = dask_worker.state
@@ -321,12 +342,19 @@ def _wait_until_idle(client, tokens: set, timeout: float = 300.0):
 
     words = re.compile(r"[0-9a-f]{8,}")
     deadline = time.monotonic() + timeout
+    idle = 0
     while time.monotonic() < deadline:
         try:
             running = client.run(_executing)
         except Exception:  # noqa: BLE001 - a worker lost meanwhile runs nothing of ours
             time.sleep(0.1)
             continue
-        if not any(set(words.findall(k)) & tokens for ks in running.values() for k in ks):
-            return
-        time.sleep(0.05)
+        if any(set(words.findall(k)) & tokens for ks in running.values() for k in ks):
+            idle = 0
+        else:
+            # Twice, 0.1 s apart: the release of a task a worker held ready comes on another
+            # channel than client.run, and the task could start between the two.
+            idle += 1
+            if idle == 2:
+                return
+        time.sleep(0.1 if idle else 0.05)
