@@ -209,7 +209,8 @@ def pairwise_run(args, work: Path, n: int, checks: list) -> list[str]:
         f"{s['top_mib']:.0f} MiB |",
         "",
         f"The store: {size / 2**30:.2f} GiB on disk (Zarr's default compression), chunks of "
-        f"{z.chunksize[0]} × {z.chunksize[1]}. Rows {', '.join(map(str, rows))} against gausskl's .npy: "
+        f"{z.chunksize[0]} × {z.chunksize[1]}. Rows {', '.join(map(str, rows))} against "
+        "gausskl's .npy: "
         f"{exact * 100:.3f}% of entries bit for bit equal, the rest within {rel:.1e} "
         f"(|Δ| / (|KL| + 1); q = p blocks off the diagonal use the two-batch kernel); against "
         f"`gk.pairwise_kl(p[rows], p)`: within {rel_py:.1e}. Load average before "

@@ -194,3 +194,18 @@ def test_same_output_as_gausskl(on, rng, tmp_path):
             assert np.array_equal(np.diagonal(d), np.zeros(64)) and c.dtype == d.dtype
             assert np.allclose(c, d, rtol=1e-6, atol=1e-6)  # scale_tril q: within tolerance
     shutil.rmtree(tmp_path)
+
+
+def test_knn_q_is_p_cut_apart(on, rng, tmp_path):
+    """Without --q, knn cuts q = p into its own chunks (--q-chunk-rows, else up to 65,536 rows):
+    the same neighbours, bit for bit, with and without --exclude-self."""
+    a = arrays(rng, "std", 60, 4, np.float32)
+    a["mean"][40:44], a["std"][40:44] = a["mean"][3], a["std"][3]  # duplicates of a lower row
+    P = save(tmp_path / "p.npz", a)
+    for flags in ((), ("--exclude-self",)):
+        ok("knn", "--p", P, "-k", 5, *flags, "--chunk-rows", 7, "--q-chunk-rows", 16, "-o",
+           tmp_path / "nn.npz", *on)
+        got = np.load(tmp_path / "nn.npz")
+        idx, val = gk.knn_kl(gaussian("std", a), k=5, exclude_self=bool(flags))
+        np.testing.assert_array_equal(got["indices"], idx)
+        np.testing.assert_array_equal(got["kl"], val)

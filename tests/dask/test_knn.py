@@ -127,6 +127,26 @@ def test_knn_float32_is_the_library_s_bit_for_bit(client, rng, tolerance):
     assert np.any(ties & (np.diff(wants[0][0], axis=1) < 0))  # the data does what it says
 
 
+@pytest.mark.parametrize("param", ("std", "scale_tril", "cov_factor"))
+def test_knn_q_is_p_cut_apart_with_q_rows(client, rng, param):
+    """q = p with q_rows: q cut apart from p (every block a call on two batches; exclude_self
+    keeps k + 1 and leaves out j = i at the end), the same result bit for bit, duplicates (KL 0
+    to a lower index than i) included."""
+    a = arrays(rng, param, 41, 3)
+    for name in a:
+        a[name][30:36] = a[name][10]  # rows 10 and 30..35 alike: i's self is not always first
+    runs, wants = [], []
+    for chunks, q_rows in (((41,), 7), ((5,) * 8 + (1,), 41), ((1,) * 41, 2), ((13, 28), 64)):
+        for exclude_self in (False, True):
+            runs.append(gk.dask.knn_kl(chunked(param, a, chunks), k=8, exclude_self=exclude_self,
+                                       q_rows=q_rows, split_every=3))
+            wants.append(gk.knn_kl(gaussian(param, a), k=8, exclude_self=exclude_self))
+    for got, want in zip(dask.compute(*runs), wants):
+        same(got, want)
+    with pytest.raises(ValueError, match=r"q_rows applies to q = p"):
+        gk.dask.knn_kl(chunked(param, a, 5), chunked(param, a, 5), k=2, q_rows=10)
+
+
 def test_knn_dask_arrays_from_zarr(client, rng, tmp_path):
     pytest.importorskip("zarr")
     a = arrays(rng, "logvar", 300, 8, np.float32)

@@ -121,8 +121,8 @@ def parser() -> argparse.ArgumentParser:
                          help="rows per chunk of p (default: pairwise blocks of up to 64 MiB; "
                               "knn: at least 8 chunks per worker)")
         cmd.add_argument("--q-chunk-rows", type=_positive_int, default=None, metavar="R",
-                         help="rows per chunk of q (default: as p for pairwise, 65536 for knn); "
-                              "without --q, q is cut as p")
+                         help="rows per chunk of q (default: as p for pairwise, up to 65536 "
+                              "for knn, also without --q, when q = p is cut apart from p)")
 
     pairwise = sub.add_parser("pairwise", epilog=EXIT_CODES,
                               formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -272,13 +272,14 @@ def run(args, client, show):
     if args.exclude_self and args.q:
         raise ValueError("[knn] --exclude-self needs q = p (leave out --q)")
     p_rows = args.chunk_rows or max(256, math.ceil(n / max(8 * workers, math.ceil(n / 16384))))
+    # q in chunks of up to 65,536 rows, also when q = p (cut apart from p): each block
+    # re-scores its rows' best candidates, so few chunks of q cost less (docs/scaling.md).
     q_rows = args.q_chunk_rows or math.ceil(m / math.ceil(max(m, 1) / 65536))
-    if args.q is None:
-        q_rows = p_rows
     p, q = _gaussians(args, p_arrays, q_arrays, p_rows, q_rows, dtype)
     indices, kl = gk.dask.knn_kl(p, q, k=args.k, exclude_self=args.exclude_self,
                                  jitter=args.jitter, tolerance=args.tolerance,
-                                 memory_budget=args.memory_budget, threads=args.threads)
+                                 memory_budget=args.memory_budget, threads=args.threads,
+                                 q_rows=q_rows if q is None else None)
     kl = kl.astype(out_dtype, copy=False)
     if out.rstrip("/").endswith(".zarr"):
         to_zarr({"indices": indices, "kl": kl}, out.rstrip("/"), overwrite=True,

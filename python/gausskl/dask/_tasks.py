@@ -94,15 +94,15 @@ def pairwise_block(p_form, p_arrays, p_first, q_form, q_arrays, q_first, one_bat
                  **_options(options))
 
 
-def knn_block(p_form, p_arrays, p_first, q_form, q_arrays, q_first, one_batch, k, exclude_self,
-              in_double, dtype, options):
+def knn_block(p_form, p_arrays, p_first, q_form, q_arrays, q_first, one_batch, self_block, k,
+              exclude_self, in_double, dtype, options):
     """The k best of row chunk a of p among row chunk b of q: (global indices int64 [n_a, k_b],
-    values [n_a, k_b]) with k_b = min(k, the block's candidates). one_batch: q = p (cut alike);
-    its block on the diagonal is the library's q = p call, which leaves out j = i with
-    exclude_self; the other blocks hold no j = i. in_double: computed from float64 copies of float32 inputs, whose results are the
-    same exact doubles the library ranks by before rounding them to float32, so that the merge
-    ranks as the library does. dtype: the values' dtype (float64 when in_double)."""
-    self_block = one_batch and p_first == q_first
+    values [n_a, k_b]) with k_b = min(k, the block's candidates). one_batch: q = p (errors name
+    p); self_block: the block on the diagonal of q = p cut alike, the library's q = p call, which
+    leaves out j = i with exclude_self; the other blocks are calls on two batches. in_double:
+    computed from float64 copies of float32 inputs, whose results are the same exact doubles the
+    library ranks by before rounding them to float32, so that the merge ranks as the library
+    does. dtype: the values' dtype (float64 when in_double)."""
     p = batch(p_form, p_arrays)
     q = None if self_block else batch(q_form, q_arrays)
     rows = p_arrays[0].shape[0]
@@ -134,9 +134,17 @@ def knn_merge(parts: list, k: int):
     return idx, val
 
 
-def knn_final(part, k: int, dtype):
-    """The merged list of a row chunk in the result's dtype; exactly k columns."""
+def knn_final(part, k: int, dtype, drop_self_from=None):
+    """The merged list of a row chunk in the result's dtype; exactly k columns. drop_self_from:
+    the chunk's first global row, when the list holds k + 1 with j = i not left out: each row
+    loses j = i if it is there, else its last (then its first k are the best without i)."""
     idx, val = part
+    if drop_self_from is not None and idx.shape[0] and idx.shape[1] == k + 1:
+        drop = idx == (np.arange(idx.shape[0]) + drop_self_from)[:, None]
+        drop[~drop.any(axis=1), -1] = True
+        keep = ~drop
+        idx = idx[keep].reshape(idx.shape[0], k)
+        val = val[keep].reshape(val.shape[0], k)
     if idx.shape[0] == 0:
         return np.empty((0, k), np.int64), np.empty((0, k), dtype)
     if idx.shape[1] != k:  # the blocks held fewer candidates than k: impossible past the checks
