@@ -122,7 +122,7 @@ bench-peers: bench-build python
 # gausskl-dask against gausskl on this machine (bench/dask_scale.py; see bench/README.md, "Scaling
 # out on Dask"): knn N = M = 200,000 (~15 min in all) and pairwise N = M = 40,000 to Zarr.
 bench-dask: build python dask-extra
-	@$(PY) bench/dask_scale.py --cli build/gausskl
+	@$(PY) bench/dask_scale.py --cli build/gausskl --out bench/README.md
 
 clean:
 	rm -rf build build-asan build-tsan build-python build-fuzz demo-data
