@@ -12,8 +12,8 @@
 #include <span>
 #include <vector>
 
-#include "cpu/full_pairs.hpp"
-#include "cpu/prepare.hpp"
+#include "cpu/full_pairs/plan.hpp"
+#include "cpu/pair/prepare.hpp"
 #include "gausskl/gausskl.hpp"
 
 namespace {

@@ -17,10 +17,10 @@
 #include <vector>
 
 #include "bench_data.hpp"
-#include "cpu/diag_quadratic.hpp"
-#include "cpu/diag_sym_loops.hpp"
-#include "cpu/pack_diag.hpp"
-#include "cpu/ukr_diag_sym.hpp"
+#include "cpu/diag_pairs/bound.hpp"
+#include "cpu/diag_pairs/loops_sym.hpp"
+#include "cpu/diag_pairs/pack.hpp"
+#include "cpu/diag_pairs/ukr_sym.hpp"
 #include "hwy/targets.h"
 
 namespace {

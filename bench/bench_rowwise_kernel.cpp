@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "bench_data.hpp"
-#include "cpu/rowwise_diag.hpp"
-#include "cpu/rowwise_full.hpp"
+#include "cpu/rowwise/ukr_diag.hpp"
+#include "cpu/rowwise/ukr_full.hpp"
 #include "hwy/aligned_allocator.h"
 #include "hwy/targets.h"
 

@@ -11,7 +11,7 @@
 #include "cpu/all_pairs.hpp"
 #include "cpu/backend.hpp"
 #include "cpu/backward.hpp"
-#include "cpu/parallel.hpp"
+#include "cpu/common/parallel.hpp"
 #include "gausskl/gradients.hpp"
 
 namespace gausskl {

@@ -10,15 +10,15 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/block_buffer.hpp"
 #include "core/error.hpp"
 #include "core/names.hpp"
 #include "core/options.hpp"
 #include "core/validate.hpp"
 #include "cpu/all_pairs.hpp"
 #include "cpu/backend.hpp"
-#include "cpu/knn.hpp"
-#include "cpu/parallel.hpp"
+#include "cpu/common/parallel.hpp"
+#include "cpu/knn/loops.hpp"
+#include "util/block_buffer.hpp"
 
 namespace gausskl {
 namespace {

@@ -71,8 +71,8 @@ HWY_AFTER_NAMESPACE();
 
 #include "core/error.hpp"
 #include "core/names.hpp"
-#include "core/validate_rows.hpp"
-#include "cpu/parallel.hpp"
+#include "cpu/common/parallel.hpp"
+#include "cpu/common/validate_rows.hpp"
 
 namespace gausskl::detail {
 namespace {

@@ -5,10 +5,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "cpu/kl_pair.hpp"
-#include "cpu/parallel.hpp"
-#include "cpu/prepare.hpp"
-#include "cpu/saturating.hpp"
+#include "cpu/common/parallel.hpp"
+#include "cpu/common/saturating.hpp"
+#include "cpu/pair/kl.hpp"
+#include "cpu/pair/prepare.hpp"
 #include "cpu/tunables.hpp"
 
 namespace gausskl::cpu {

@@ -9,9 +9,9 @@
 #include <optional>
 
 #include "cpu/backend.hpp"
-#include "cpu/diag_pairs.hpp"
-#include "cpu/full_pairs.hpp"
-#include "cpu/prepared.hpp"
+#include "cpu/diag_pairs/plan.hpp"
+#include "cpu/full_pairs/plan.hpp"
+#include "cpu/pair/layout.hpp"
 
 namespace gausskl::cpu {
 

@@ -9,7 +9,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "cpu/prepare.hpp"
+#include "cpu/pair/prepare.hpp"
 #include "gausskl/types.hpp"
 
 namespace gausskl::cpu {
