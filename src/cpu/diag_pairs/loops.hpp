@@ -1,5 +1,9 @@
-// The loop nest of diag_quadratic around any microkernel (ukr_diag.hpp), so that the tests can
-// run it with the reference kernel or with each target's kernel.
+// The hot loop of diagonal all-pairs KL: the quadratic part of 2 KL(p_i || q_j),
+//   Q[i, j] = sum_h ((mu_ih - nu_jh)^2 + v_ih) lam_jh,
+// with mu, v the means and variances of p and nu, lam the means and precisions of q, as a
+// BLIS-style loop nest around any microkernel (ukr.hpp): the plan passes the kernel of the SIMD
+// target chosen at run time (diag_kernel<T>()), the tests also the reference kernel. The caller
+// adds the O(N + M) terms (- D + sum log v - sum log w) in double.
 #pragma once
 
 #include <cstdint>
@@ -9,7 +13,20 @@
 
 namespace gausskl::cpu {
 
-// diag_quadratic (diag_quadratic.hpp) computed with `kernel`.
+// Q[i * ldq + j] = sum_{h < d} ((mu[i*d + h] - nu[j*d + h])^2 + v[i*d + h]) * lam[j*d + h]
+// for i < m, j < n, computed with `kernel`. Inputs row-major, contiguous; ldq >= n; m, n, d >= 0
+// (d = 0 gives Q = 0). T = float computes each term in float and accumulates blocks of at most
+// kDiagFloatBlock terms in float, adding each block into double; T = double computes in double.
+// Every entry satisfies |Q_hat - Q| <= diag_quadratic_error_bound<T>(d) * Q (bound.hpp), as long
+// as no intermediate overflows (it then gives +inf) and no nonzero term falls below the smallest
+// normal T.
+//
+// An entry's value depends only on its own two rows and on the kernel: calling on any split of
+// the rows or columns gives bitwise the same Q (thread-count independence). Never throws; never
+// allocates except two thread_local packing buffers of fixed size (a q panel and a p block,
+// diag_quadratic_buffer_bytes<T>() together: 640 KiB for float, 1280 KiB for double), allocated
+// on the first call in each thread (the process terminates if that fails). Safe to call from
+// several threads at once. Single-threaded: the caller splits rows over threads.
 template <class T>
 void diag_quadratic_loops(const DiagKernel<T>& kernel, const T* mu, const T* v, std::int64_t m,
                           const T* nu, const T* lam, std::int64_t n, std::int64_t d, double* q,

@@ -24,10 +24,4 @@ inline std::int64_t diag_sym_panels_size(std::int64_t n, std::int64_t d, std::in
 void diag_sym_tile(const DiagSymKernel& kernel, const double* panels, std::int64_t d,
                    std::int64_t i0, std::int64_t j0, double* c, double* ct) noexcept;
 
-// All of Q (n x n, q[i * ldq + j]) from panels of n rows, with `both` on the tiles whose rows do
-// not come after their columns and nothing else: the reference loop nest of the tests and the
-// kernel benchmark. With `one_sided`, every tile by `one` instead (bitwise the same Q).
-void diag_sym_quadratic(const DiagSymKernel& kernel, const double* panels, std::int64_t n,
-                        std::int64_t d, double* q, std::int64_t ldq, bool one_sided) noexcept;
-
 }  // namespace gausskl::cpu

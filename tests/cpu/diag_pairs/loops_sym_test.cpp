@@ -1,7 +1,8 @@
-// The q = p tiles over whole matrices (diag_sym_loops.hpp) on every compiled Highway target:
-// every entry within diag_quadratic's bound of a long-double sum, on random and adversarial rows
-// (means offset by 1e3, std over 1e-3 .. 1e3, near-duplicates and exact duplicates), n around
-// the tile sizes and d around kDiagKC; the one-sided kernel bitwise the same matrix.
+// The q = p tiles (loops_sym.hpp) over whole matrices (tests/support/diag_sym_quadratic.hpp) on
+// every compiled Highway target: every entry within diag_quadratic's bound of a long-double sum, on
+// random and adversarial rows (means offset by 1e3, std over 1e-3 .. 1e3, near-duplicates and exact
+// duplicates), n around the tile sizes and d around kDiagKC; the one-sided kernel bitwise the same
+// matrix.
 #include "cpu/diag_pairs/loops_sym.hpp"
 
 #include <gtest/gtest.h>
@@ -16,6 +17,7 @@
 #include "cpu/diag_pairs/pack.hpp"
 #include "cpu/tunables.hpp"
 #include "hwy/tests/hwy_gtest.h"
+#include "support/diag_sym_quadratic.hpp"
 
 namespace gausskl::cpu {
 namespace {
@@ -83,8 +85,8 @@ void check_target(const DiagSymKernel& kernel, const std::string& target) {
         const std::vector<double> panels = pack(rows, kernel.tile.nr);
         const std::int64_t ldq = n + 2;
         std::vector<double> q(n * ldq, -7.0), one(n * ldq, -7.0);
-        diag_sym_quadratic(kernel, panels.data(), n, d, q.data(), ldq, false);
-        diag_sym_quadratic(kernel, panels.data(), n, d, one.data(), ldq, true);
+        test::diag_sym_quadratic(kernel, panels.data(), n, d, q.data(), ldq, false);
+        test::diag_sym_quadratic(kernel, panels.data(), n, d, one.data(), ldq, true);
         ASSERT_EQ(q, one) << target << " n " << n << " d " << d;
         const double bound = diag_quadratic_error_bound<double>(d);
         const double slack = static_cast<double>(d + 4) * 0x1p-63;  // the oracle's own
@@ -117,7 +119,7 @@ TEST(DiagSymLoopsRef, OddTileShape) {
 TEST(DiagSymLoops, EmptyDepth) {
   const DiagSymKernel kernel = diag_sym_kernel();
   std::vector<double> q(6, -7.0);
-  diag_sym_quadratic(kernel, nullptr, 2, 0, q.data(), 3, false);
+  test::diag_sym_quadratic(kernel, nullptr, 2, 0, q.data(), 3, false);
   EXPECT_EQ(q, (std::vector<double>{0, 0, -7, 0, 0, -7}));
 }
 

@@ -1,7 +1,8 @@
-// diag_quadratic on every compiled Highway target: every entry within the documented error
-// bound of a long-double sum, on random and adversarial data; the same loop nest with the
-// scalar reference kernel; bitwise the same result whatever the split of rows and columns.
-#include "cpu/diag_pairs/bound.hpp"
+// diag_quadratic_loops with the chosen kernel on every compiled Highway target: every entry within
+// the documented error bound of a long-double sum, on random and adversarial data; the same loop
+// nest with the scalar reference kernel; bitwise the same result whatever the split of rows and
+// columns.
+#include "cpu/diag_pairs/loops.hpp"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "cpu/diag_pairs/loops.hpp"
+#include "cpu/diag_pairs/bound.hpp"
 #include "cpu/diag_pairs/ukr.hpp"
 #include "cpu/tunables.hpp"
 #include "hwy/tests/hwy_gtest.h"
@@ -89,8 +90,8 @@ std::vector<double> run(const Problem<T>& pr, const DiagKernel<T>* kernel = null
     diag_quadratic_loops(*kernel, pr.p.mean.data(), pr.p.var.data(), pr.p.rows, pr.q.mean.data(),
                          pr.q.var.data(), pr.q.rows, pr.d, out.data(), ldq);
   } else {
-    diag_quadratic(pr.p.mean.data(), pr.p.var.data(), pr.p.rows, pr.q.mean.data(), pr.q.var.data(),
-                   pr.q.rows, pr.d, out.data(), ldq);
+    diag_quadratic_loops(diag_kernel<T>(), pr.p.mean.data(), pr.p.var.data(), pr.p.rows,
+                         pr.q.mean.data(), pr.q.var.data(), pr.q.rows, pr.d, out.data(), ldq);
   }
   return out;
 }
@@ -172,9 +173,10 @@ void check_split_invariance() {
     for (int a = 0; a + 1 < 5; ++a) {
       for (int b = 0; b + 1 < 4; ++b) {
         const std::int64_t i0 = row_cuts[a], j0 = col_cuts[b];
-        diag_quadratic(pr.p.mean.data() + i0 * d, pr.p.var.data() + i0 * d, row_cuts[a + 1] - i0,
-                       pr.q.mean.data() + j0 * d, pr.q.var.data() + j0 * d, col_cuts[b + 1] - j0, d,
-                       parts.data() + i0 * ldq + j0, ldq);
+        diag_quadratic_loops(diag_kernel<T>(), pr.p.mean.data() + i0 * d, pr.p.var.data() + i0 * d,
+                             row_cuts[a + 1] - i0, pr.q.mean.data() + j0 * d,
+                             pr.q.var.data() + j0 * d, col_cuts[b + 1] - j0, d,
+                             parts.data() + i0 * ldq + j0, ldq);
       }
     }
     ASSERT_EQ(std::memcmp(whole.data(), parts.data(), whole.size() * sizeof(double)), 0)
@@ -240,10 +242,11 @@ TEST_P(DiagQuadratic, PackedQSameAsPackingOnTheSpot) {
 TEST_P(DiagQuadratic, EmptyShapes) {
   std::vector<double> q(6, -7.0);
   const float x[4] = {1, 2, 3, 4};
-  diag_quadratic<float>(x, x, 0, x, x, 2, 2, q.data(), 2);
-  diag_quadratic<float>(x, x, 2, x, x, 0, 2, q.data(), 2);
+  const DiagKernel<float> kernel = diag_kernel<float>();
+  diag_quadratic_loops<float>(kernel, x, x, 0, x, x, 2, 2, q.data(), 2);
+  diag_quadratic_loops<float>(kernel, x, x, 2, x, x, 0, 2, q.data(), 2);
   EXPECT_EQ(q, std::vector<double>(6, -7.0));
-  diag_quadratic<float>(x, x, 2, x, x, 2, 0, q.data(), 3);  // d = 0: an empty sum
+  diag_quadratic_loops<float>(kernel, x, x, 2, x, x, 2, 0, q.data(), 3);  // d = 0: an empty sum
   EXPECT_EQ(q, (std::vector<double>{0, 0, -7, 0, 0, -7}));
 }
 

@@ -108,7 +108,6 @@ TEST_P(UkrDiag, DoubleTileWithinBound) {
 }
 TEST_P(UkrDiag, ChosenTargetIsTheForcedOne) {
   EXPECT_STREQ(diag_kernel_target(), hwy::TargetName(GetParam()));
-  EXPECT_STREQ(diag_quadratic_target(), hwy::TargetName(GetParam()));
 }
 
 // The reference kernel with tile shapes of every target, and an odd one.
