@@ -1,4 +1,4 @@
-// Highway runtime dispatch of the vectorized row checks of validate_rows.hpp: compiled once per
+// Highway runtime dispatch of the vectorized checks of validate_rows.hpp: compiled once per
 // target (foreach_target.h).
 #undef HWY_TARGET_INCLUDE
 // A path from src/, an include directory (__FILE__ is not reliable).
@@ -13,7 +13,7 @@
 #include "cpu/common/validate_rows.hpp"
 
 HWY_BEFORE_NAMESPACE();
-namespace gausskl::detail::HWY_NAMESPACE {
+namespace gausskl::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 // Both checks compare bit patterns as signed integers, whose order is that of the non-negative
@@ -89,16 +89,58 @@ bool WithinF64(const double* data, std::int64_t rows, std::int64_t row_stride, s
   return Rows<double, false>(data, rows, row_stride, n, lo, hi);
 }
 
-}  // namespace gausskl::detail::HWY_NAMESPACE
+// tril_rows (validate_rows.hpp). Per vector, x * w with w = 0 left of the diagonal (x * 0 is 0 for
+// finite x, NaN for inf and NaN) and w = 1 right of it must compare equal to 0 (-0 does, NaN does
+// not); row r's w is window + d - 1 - r, window = [0] * d + [1] * (d - 1). The comparisons are
+// ANDed as masks (a running sum would chain every vector on the add latency; Ne would not do: it is
+// false for NaN), the diagonal is checked branch-free. p and q of 4096 x 32 float, 1 thread: the
+// same pass autovectorized by GCC (SSE2 in this build) took 1.45 ms in L2 and 2.0-2.5 ms from L3,
+// this kernel 0.93 and 1.55-1.9 ms (the per-row count_nonfinite + all_within of
+// full_looks_valid: 4.4 ms from L3).
+template <class T>
+bool TrilRows(const T* HWY_RESTRICT m, std::int64_t row_stride, std::int64_t d,
+              const T* HWY_RESTRICT window, double min_variance, double max_variance) {
+  const hn::ScalableTag<T> dt;
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(dt));
+  const auto zero = hn::Zero(dt);
+  auto good = hn::FirstN(dt, static_cast<std::size_t>(lanes));
+  bool bad_diagonal = false;
+  const std::int64_t whole = d / lanes * lanes;
+  for (std::int64_t r = 0; r < d; ++r) {
+    const T* HWY_RESTRICT row = m + r * row_stride;
+    const T* HWY_RESTRICT w = window + d - 1 - r;
+    for (std::int64_t c = 0; c < whole; c += lanes)
+      good = hn::And(good, hn::Eq(hn::Mul(hn::LoadU(dt, row + c), hn::LoadU(dt, w + c)), zero));
+    for (std::int64_t c = whole; c < d; ++c)
+      bad_diagonal |= !(row[c] * w[c] == 0);
+    // The diagonal entry x > 0 with x^2 in [min_variance, max_variance], without branches.
+    const double x = row[r], v = x * x;
+    bad_diagonal |= !(x > 0) | !(v >= min_variance) | !(v <= max_variance);
+  }
+  return !bad_diagonal && hn::AllTrue(dt, good);
+}
+
+bool TrilRowsF32(const float* m, std::int64_t row_stride, std::int64_t d, const float* window,
+                 double min_variance, double max_variance) {
+  return TrilRows(m, row_stride, d, window, min_variance, max_variance);
+}
+bool TrilRowsF64(const double* m, std::int64_t row_stride, std::int64_t d, const double* window,
+                 double min_variance, double max_variance) {
+  return TrilRows(m, row_stride, d, window, min_variance, max_variance);
+}
+
+}  // namespace gausskl::cpu::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-namespace gausskl::detail {
+namespace gausskl::cpu {
 
 HWY_EXPORT(AbsWithinF32);
 HWY_EXPORT(AbsWithinF64);
 HWY_EXPORT(WithinF32);
 HWY_EXPORT(WithinF64);
+HWY_EXPORT(TrilRowsF32);
+HWY_EXPORT(TrilRowsF64);
 
 bool all_abs_within_rows(const float* data, std::int64_t rows, std::int64_t row_stride,
                          std::int64_t n, float bound) noexcept {
@@ -116,6 +158,14 @@ bool all_within_rows(const double* data, std::int64_t rows, std::int64_t row_str
                      double lo, double hi) noexcept {
   return HWY_DYNAMIC_DISPATCH(WithinF64)(data, rows, row_stride, n, lo, hi);
 }
+bool tril_rows(const float* m, std::int64_t row_stride, std::int64_t d, const float* window,
+               double min_variance, double max_variance) noexcept {
+  return HWY_DYNAMIC_DISPATCH(TrilRowsF32)(m, row_stride, d, window, min_variance, max_variance);
+}
+bool tril_rows(const double* m, std::int64_t row_stride, std::int64_t d, const double* window,
+               double min_variance, double max_variance) noexcept {
+  return HWY_DYNAMIC_DISPATCH(TrilRowsF64)(m, row_stride, d, window, min_variance, max_variance);
+}
 
-}  // namespace gausskl::detail
+}  // namespace gausskl::cpu
 #endif  // HWY_ONCE

@@ -1,11 +1,12 @@
 // Value checks of contiguous rows without messages, vectorized (Highway, the target chosen at run
-// time): the fast path of validation, which names nothing. A failed check makes validate.cpp run
-// its element-wise checks, which find and name the first bad value.
+// time): the fast path of validation (src/core/validate.cpp), which names nothing and takes the
+// bounds from it. A failed check makes validation run its element-wise checks, which find and
+// name the first bad value.
 #pragma once
 
 #include <cstdint>
 
-namespace gausskl::detail {
+namespace gausskl::cpu {
 
 // True if every |x| of the `rows` rows of n values at data + i * row_stride (unit column stride)
 // is at most `bound` (>= 0); NaN is not.
@@ -20,4 +21,13 @@ bool all_within_rows(const float* data, std::int64_t rows, std::int64_t row_stri
 bool all_within_rows(const double* data, std::int64_t rows, std::int64_t row_stride, std::int64_t n,
                      double lo, double hi) noexcept;
 
-}  // namespace gausskl::detail
+// True if every row r < d of the d x d matrix m (row stride row_stride, unit column stride) is
+// finite on and left of column r and 0 right of it, and its diagonal entry x is positive with
+// x^2 in [min_variance, max_variance]. window: 2 d - 1 values, d zeros then d - 1 ones (row r
+// reads window + d - 1 - r as its mask of the upper triangle).
+bool tril_rows(const float* m, std::int64_t row_stride, std::int64_t d, const float* window,
+               double min_variance, double max_variance) noexcept;
+bool tril_rows(const double* m, std::int64_t row_stride, std::int64_t d, const double* window,
+               double min_variance, double max_variance) noexcept;
+
+}  // namespace gausskl::cpu
