@@ -12,7 +12,7 @@
 #include <span>
 #include <vector>
 
-#include "cpu/full_pairs/plan.hpp"
+#include "cpu/full_pairs/operands.hpp"
 #include "cpu/pair/prepare.hpp"
 #include "gausskl/gausskl.hpp"
 
@@ -44,13 +44,13 @@ gausskl::FullGaussians<double> view(const Side& s, std::int64_t n, std::int64_t 
           gausskl::contiguous<double, 3>(s.tril.data(), {n, d, d}), gausskl::FullParam::scale_tril};
 }
 
-// Share of entries FullPairs flags for exact re-scoring (q = p's diagonal excluded).
+// Share of entries FullOperands flags for exact re-scoring (q = p's diagonal excluded).
 double rescored_share(const gausskl::Gaussians<double>& p, const gausskl::Gaussians<double>& q) {
   using namespace gausskl::cpu;
   PreparedBatch pb(layout_for(p, false), p.n()), qb(layout_for(q, false), q.n());
   prepare_range(p, 0, p.n(), pb, 2);
   prepare_range(q, 0, q.n(), qb, 2);
-  const FullPairs plan(qb, q.n(), &pb, p.n(), 1e-13, 2);
+  const FullOperands plan(qb, q.n(), &pb, p.n(), 1e-13, 2);
   std::vector<double> out(static_cast<std::size_t>(p.n() * q.n()));
   plan.rows(0, p.n(), 0, q.n(), out.data(), q.n());
   std::int64_t flagged = 0;

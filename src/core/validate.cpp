@@ -101,8 +101,8 @@ constexpr std::int64_t kValidChunk = 64;
 // result has been checked.
 template <class Valid>
 std::int64_t first_invalid(std::int64_t n, int threads, const Valid& valid) {
-  const int workers = static_cast<int>(
-      std::clamp<std::int64_t>(cpu::resolve_threads(threads), 1, std::max<std::int64_t>(n, 1)));
+  const int workers =
+      static_cast<int>(std::clamp<std::int64_t>(threads, 1, std::max<std::int64_t>(n, 1)));
   if (workers == 1) {  // no shared counter, no std::function (which may allocate)
     for (std::int64_t i = 0; i < n; ++i) {
       if (!valid(i)) return i;
@@ -296,8 +296,8 @@ bool diag_valid(const DiagGaussians<T>& g, int threads) {
     return rows_within(mean, a, b, true, T(0), kMax) && rows_within(scale, a, b, abs, min, max);
   };
   const std::int64_t n = mean.shape[0];
-  const int workers = static_cast<int>(
-      std::clamp<std::int64_t>(cpu::resolve_threads(threads), 1, std::max<std::int64_t>(n, 1)));
+  const int workers =
+      static_cast<int>(std::clamp<std::int64_t>(threads, 1, std::max<std::int64_t>(n, 1)));
   if (workers == 1) return rows_ok(0, n);
   std::atomic<bool> good{true};
   cpu::parallel_for(n, workers, [&](int, std::int64_t a, std::int64_t b) {

@@ -60,23 +60,19 @@ double double_kernel_bound(std::int64_t d) {
   return c / (1 - c);
 }
 
+}  // namespace
+
 // The float kernel's bound relative to Q, with the roundings of v and lam to float (each term is
 // non-negative, so each operand's relative rounding u bounds the term's), as a bound relative to
 // the computed Q: c / (1 - c).
-double float_kernel_bound(std::int64_t d) {
+double DiagPairs::float_kernel_bound(std::int64_t d) {
   const double c = diag_quadratic_error_bound<float>(d) + 2.5 * 0x1p-24;
   return c / (1 - c);
 }
 
-}  // namespace
-
-bool DiagPairs::float_kernel_allowed(double tolerance, std::int64_t d) {
-  return tolerance >= kDiagFloatKernelMargin * float_kernel_bound(d);
-}
-
 template <class T>
 DiagPairs::DiagPairs(const DiagGaussians<T>& p, const DiagGaussians<T>* q, double tolerance,
-                     int threads)
+                     DiagKernelKind kernel, int threads)
     : n_(p.mean.shape[0]),
       m_(q ? q->mean.shape[0] : p.mean.shape[0]),
       d_(p.mean.shape[1]),
@@ -88,7 +84,7 @@ DiagPairs::DiagPairs(const DiagGaussians<T>& p, const DiagGaussians<T>* q, doubl
       sym_kernel_(diag_sym_kernel()),
       p_in_(p),
       q_in_(q ? *q : p) {
-  if (std::is_same_v<T, float> && float_kernel_allowed(tolerance, d_)) {
+  if (std::is_same_v<T, float> && kernel == DiagKernelKind::float_kernel) {
     // q = p: one pass writes p's rows and q packed, and the sums once.
     float_kernel_ = prepare(p, {.p_rows = true, .q_packed = self_}, true, true, threads) &&
                     (self_ || prepare(*q, {.q_packed = true}, false, true, threads));
@@ -224,7 +220,7 @@ bool DiagPairs::prepare(const DiagGaussians<T>& g, Layouts layouts, bool as_p, b
 
 template <class T>
 std::int64_t DiagPairs::footprint(std::int64_t n, std::int64_t m, std::int64_t d, bool self,
-                                  double tolerance, int threads) {
+                                  DiagKernelKind kernel, int threads) {
   // The two sums per row of p and of q; the kernel's operands: p's means and variances and q
   // packed, or with q = p and the double kernel the symmetric kernel's panels; and, while
   // preparing, a unit of rows per worker (prepare()). The float kernel's arrays are released
@@ -249,7 +245,7 @@ std::int64_t DiagPairs::footprint(std::int64_t n, std::int64_t m, std::int64_t d
   } else {
     own = layout(8, diag_kernel<double>().tile.nr);
   }
-  if (std::is_same_v<T, float> && float_kernel_allowed(tolerance, d))
+  if (std::is_same_v<T, float> && kernel == DiagKernelKind::float_kernel)
     own = std::max(own, layout(4, diag_kernel<float>().tile.nr));
   // The p block of diag_quadratic_loops_packed, per thread (not used by the symmetric kernel).
   return sat_add(sat_add(sums, own), sat_mul(threads, diag_quadratic_p_block_bytes<double>()));
@@ -453,12 +449,12 @@ void DiagPairs::block(std::int64_t lo, std::int64_t hi, float* out, int threads)
 }
 
 template std::int64_t DiagPairs::footprint<float>(std::int64_t, std::int64_t, std::int64_t, bool,
-                                                  double, int);
+                                                  DiagKernelKind, int);
 template std::int64_t DiagPairs::footprint<double>(std::int64_t, std::int64_t, std::int64_t, bool,
-                                                   double, int);
+                                                   DiagKernelKind, int);
 template DiagPairs::DiagPairs(const DiagGaussians<float>&, const DiagGaussians<float>*, double,
-                              int);
+                              DiagKernelKind, int);
 template DiagPairs::DiagPairs(const DiagGaussians<double>&, const DiagGaussians<double>*, double,
-                              int);
+                              DiagKernelKind, int);
 
 }  // namespace gausskl::cpu

@@ -18,6 +18,7 @@
 #include <variant>
 #include <vector>
 
+#include "cpu/backend.hpp"
 #include "cpu/common/buffer.hpp"
 #include "cpu/diag_pairs/ukr.hpp"
 #include "cpu/diag_pairs/ukr_sym.hpp"
@@ -28,15 +29,18 @@ namespace gausskl::cpu {
 
 class DiagPairs {
  public:
-  // q == nullptr: q = p. tolerance: the largest |error| / (KL + 1) left un-recomputed.
+  // q == nullptr: q = p. tolerance: the largest |error| / (KL + 1) left un-recomputed. kernel:
+  // the plan's (sym only with q = p, float_kernel only with T = float); float_kernel falls back
+  // to the q = p or double kernel when a value is outside its range (float_kernel() tells).
   template <class T>
-  DiagPairs(const DiagGaussians<T>& p, const DiagGaussians<T>* q, double tolerance, int threads);
+  DiagPairs(const DiagGaussians<T>& p, const DiagGaussians<T>* q, double tolerance,
+            DiagKernelKind kernel, int threads);
 
   // Bytes a DiagPairs of these sizes keeps, plus preparing's and block()'s packing buffers on
-  // `threads` threads.
+  // `threads` threads (with float_kernel, those of its fallback too).
   template <class T>
   static std::int64_t footprint(std::int64_t n, std::int64_t m, std::int64_t d, bool self,
-                                double tolerance, int threads);
+                                DiagKernelKind kernel, int threads);
   // What block(..., float*, threads) allocates besides, for m columns: a buffer per worker of
   // kDiagFloatPassBytes, or of one row if that is longer (a pass is at least one row).
   static std::int64_t float_buffer_values(std::int64_t m) {
@@ -46,10 +50,10 @@ class DiagPairs {
     return 8 * threads * float_buffer_values(m);
   }
 
-  // Whether float inputs with this tolerance at depth d run the float kernel: when the
-  // tolerance is at least kDiagFloatKernelMargin times its bound, and the values stay in the
-  // range where that bound holds (checked while constructing; float_kernel() tells).
-  static bool float_kernel_allowed(double tolerance, std::int64_t d);
+  // The float kernel's bound on |Q_hat - Q| relative to the computed Q at depth d, operands'
+  // roundings included: what the plan weighs the tolerance against (kDiagFloatKernelMargin).
+  static double float_kernel_bound(std::int64_t d);
+  // Whether this plan runs the float kernel.
   bool float_kernel() const { return float_kernel_; }
   // Whether this plan runs the symmetric kernel (q = p and the double kernel).
   bool symmetric() const { return sym_; }

@@ -5,7 +5,6 @@
 #include <algorithm>
 
 #include "cpu/backward.hpp"
-#include "cpu/common/parallel.hpp"
 #include "cpu/diag_pairs_backward/gemm.hpp"
 #include "cpu/diag_pairs_backward/operands.hpp"
 #include "cpu/diag_pairs_backward/uniform.hpp"
@@ -14,8 +13,9 @@ namespace gausskl::cpu {
 
 template <class T>
 void pairwise_diag_backward(const DiagGaussians<T>& p, const DiagGaussians<T>* q, const T* grad,
-                            const Gradients<T>& dp, const Gradients<T>& dq, int threads) {
-  const std::int64_t n = p.mean.shape[0], m = q ? q->mean.shape[0] : n, d = p.mean.shape[1];
+                            const Gradients<T>& dp, const Gradients<T>& dq,
+                            const PairsBackwardConfig& config) {
+  const std::int64_t n = p.mean.shape[0], m = q ? q->mean.shape[0] : n;
   const bool want_p = !dp.mean.empty() || !dp.scale.empty();
   const bool want_q = q && (!dq.mean.empty() || !dq.scale.empty());
   if (!want_p && !want_q) return;
@@ -33,13 +33,13 @@ void pairwise_diag_backward(const DiagGaussians<T>& p, const DiagGaussians<T>* q
         backward_centre(p, static_cast<const DiagGaussians<T>*>(nullptr));
     const DiagRows<T> ps{p, centre.data()};
     if (!q)
-      return pairwise_backward_uniform<T>(ps, nullptr, g, grad, dp, dq, resolve_threads(threads));
+      return pairwise_backward_uniform<T>(ps, nullptr, g, grad, dp, dq, config.uniform_workers);
     const DiagRows<T> qs{*q, centre.data()};
-    return pairwise_backward_uniform(ps, &qs, g, grad, dp, dq, resolve_threads(threads));
+    return pairwise_backward_uniform(ps, &qs, g, grad, dp, dq, config.uniform_workers);
   }
   const std::vector<double> centre = backward_centre(p, q);
   const DiagRows<T> ps{p, centre.data()};
-  const int workers = pairwise_backward_workers(n, m, d, resolve_threads(threads));
+  const int workers = config.gemm_workers;
   if (!q) return pairwise_backward_gemm<T>(ps, nullptr, grad, dp, dq, workers);
   const DiagRows<T> qs{*q, centre.data()};
   pairwise_backward_gemm(ps, &qs, grad, dp, dq, workers);
@@ -47,10 +47,11 @@ void pairwise_diag_backward(const DiagGaussians<T>& p, const DiagGaussians<T>* q
 
 template void pairwise_diag_backward<float>(const DiagGaussians<float>&,
                                             const DiagGaussians<float>*, const float*,
-                                            const Gradients<float>&, const Gradients<float>&, int);
+                                            const Gradients<float>&, const Gradients<float>&,
+                                            const PairsBackwardConfig&);
 template void pairwise_diag_backward<double>(const DiagGaussians<double>&,
                                              const DiagGaussians<double>*, const double*,
                                              const Gradients<double>&, const Gradients<double>&,
-                                             int);
+                                             const PairsBackwardConfig&);
 
 }  // namespace gausskl::cpu

@@ -127,12 +127,6 @@ void grad_sums(const T* grad, std::int64_t n, std::int64_t m, bool transposed, s
 
 }  // namespace
 
-int pairwise_backward_workers(std::int64_t n, std::int64_t m, std::int64_t d, int threads) {
-  const std::int64_t work = 4 * n * m * std::max<std::int64_t>(d, 1);
-  return static_cast<int>(
-      std::clamp<std::int64_t>(work / kBackwardWorkPerThread, 1, std::max(threads, 1)));
-}
-
 template <class T>
 void pairwise_backward_gemm(const DiagRows<T>& p, const DiagRows<T>* q_or_null, const T* grad,
                             const Gradients<T>& dp, const Gradients<T>& dq, int workers) {

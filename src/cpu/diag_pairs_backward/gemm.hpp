@@ -23,7 +23,4 @@ template <class T>
 void pairwise_backward_gemm(const DiagRows<T>& p, const DiagRows<T>* q, const T* grad,
                             const Gradients<T>& dp, const Gradients<T>& dq, int workers);
 
-// The workers worth starting for n x m pairs of dimension d (kBackwardWorkPerThread).
-int pairwise_backward_workers(std::int64_t n, std::int64_t m, std::int64_t d, int threads);
-
 }  // namespace gausskl::cpu

@@ -147,14 +147,11 @@ void uniform_range(const DiagRows<T>& p, const DiagRows<T>& q, bool self, double
 template <class T>
 void pairwise_backward_uniform(const DiagRows<T>& p, const DiagRows<T>* q_or_null, double g,
                                const T* grad, const Gradients<T>& dp, const Gradients<T>& dq,
-                               int threads) {
+                               int workers) {
   const bool self = q_or_null == nullptr;
   const DiagRows<T>& q = self ? p : *q_or_null;
   const std::int64_t d = p.d();
   // Each worker takes a range of dimensions, in pieces of kBackwardChunkH.
-  const std::int64_t work = (p.n() + (self ? 0 : q.n())) * d;
-  const int workers = static_cast<int>(std::clamp<std::int64_t>(
-      std::min(work / kBackwardUniformWorkPerThread, d), 1, std::max(threads, 1)));
   const std::int64_t piece = std::min(d, kBackwardChunkH);
   std::vector<double> buffer(static_cast<std::size_t>(14 * piece * workers));
   parallel_for(d, workers, [&](int worker, std::int64_t begin, std::int64_t end) {

@@ -25,9 +25,10 @@ bool uniform_grad(const T* grad, std::int64_t n, std::int64_t m, double& g) noex
 // sums of terms of one sign until the last subtraction, which is the gradient's own; diagonal
 // entries grad_ii != g add (grad_ii - g) times the gradient of KL(p_i || q_i).
 // Workers take ranges of dimensions (every formula is per dimension): results do not depend on
-// `threads`. Throws std::bad_alloc only (its O(D) buffers), before any output is written.
+// `workers` (the plan's, at most d). Throws std::bad_alloc only (its O(D) buffers), before any
+// output is written.
 template <class T>
 void pairwise_backward_uniform(const DiagRows<T>& p, const DiagRows<T>* q, double g, const T* grad,
-                               const Gradients<T>& dp, const Gradients<T>& dq, int threads);
+                               const Gradients<T>& dp, const Gradients<T>& dq, int workers);
 
 }  // namespace gausskl::cpu

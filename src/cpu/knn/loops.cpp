@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cpu/common/parallel.hpp"
+#include "cpu/common/saturating.hpp"
 #include "cpu/knn/topk.hpp"
 
 namespace gausskl::cpu {
@@ -50,6 +51,10 @@ void knn_block(const AllPairs& plan, std::int64_t lo, std::int64_t hi, const dou
       }
     }
   });
+}
+
+std::int64_t knn_block_bytes(std::int64_t m, std::int64_t pair_scratch, int threads) {
+  return sat_mul(sat_mul(8, threads), sat_add(2 * m, pair_scratch));
 }
 
 }  // namespace gausskl::cpu

@@ -15,4 +15,8 @@ void knn_block(const AllPairs& plan, std::int64_t lo, std::int64_t hi, const dou
                double tolerance, std::int64_t k, bool exclude_self, std::int64_t* indices,
                double* values, int threads);
 
+// Bytes knn_block allocates for m columns on `threads` workers: per worker an index order [m]
+// (int64) and exact values [m] plus the path's pair scratch (pair_scratch doubles).
+std::int64_t knn_block_bytes(std::int64_t m, std::int64_t pair_scratch, int threads);
+
 }  // namespace gausskl::cpu

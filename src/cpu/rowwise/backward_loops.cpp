@@ -12,7 +12,6 @@
 #include <cstring>
 #include <vector>
 
-#include "cpu/backend.hpp"
 #include "cpu/backward.hpp"
 #include "cpu/common/parallel.hpp"
 #include "cpu/rowwise/ukr_diag_backward.hpp"
@@ -58,7 +57,7 @@ double* align64(std::vector<double>& v) {
 template <class T>
 void kl_rowwise_backward(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t n,
                          const T* grad, const Gradients<T>& dp, const Gradients<T>& dq,
-                         int threads) {
+                         int workers) {
   const std::int64_t d = p.d();
   // p.mean, p.scale, q.mean, q.scale.
   Target<T> targets[4];
@@ -86,7 +85,6 @@ void kl_rowwise_backward(const Gaussians<T>& p, const Gaussians<T>* q, std::int6
   const auto* pf = std::get_if<FullGaussians<T>>(&p.variant());
   const auto* qf = q ? std::get_if<FullGaussians<T>>(&q->variant()) : nullptr;
 
-  const int workers = rowwise_workers(p, q, n, threads);
   const std::int64_t chunk_rows = pd ? kRowwiseBackwardDiagChunk : kRowwiseBackwardFullChunk;
   const std::int64_t chunks = (n + chunk_rows - 1) / chunk_rows;
   // One slot per chunk with several workers; one slot reused with one.

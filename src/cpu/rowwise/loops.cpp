@@ -28,10 +28,6 @@ template <class T>
 const DiagGaussians<T>* as_diag(const Gaussians<T>& g) {
   return std::get_if<DiagGaussians<T>>(&g.variant());
 }
-template <class T>
-bool both_diag(const Gaussians<T>& p, const Gaussians<T>* q) {
-  return as_diag(p) && (!q || as_diag(*q));
-}
 
 // The bytes [first, last) a view can reach (empty for no elements).
 struct Bytes {
@@ -108,10 +104,6 @@ const FullGaussians<T>* as_tril(const Gaussians<T>* g) {
       full && (full->param == FullParam::scale_tril || full->param == FullParam::packed_scale_tril);
   return factor ? full : nullptr;
 }
-template <class T>
-bool both_tril(const Gaussians<T>& p, const Gaussians<T>* q) {
-  return as_tril(&p) && as_tril(q);
-}
 
 // Each worker's scratch starts on a cache line of its own (staged rows are read as whole
 // vectors).
@@ -158,31 +150,12 @@ struct RowwiseSizes {
 }  // namespace
 
 template <class T>
-int rowwise_workers(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t n, int threads) {
-  // Work per row, roughly in multiply-adds: D for two diagonal sides, D^3 / 3 for a Cholesky or
-  // triangular solve, D R^2 for a low-rank side's Woodbury factors.
-  const std::int64_t d = p.d();
-  const auto weight = [d](const Gaussians<T>& g) -> std::int64_t {
-    if (std::holds_alternative<FullGaussians<T>>(g.variant())) return sat_mul(d, d) / 3 + 1;
-    if (const auto* low = std::get_if<LowRankGaussians<T>>(&g.variant())) {
-      const std::int64_t r = low->cov_factor.shape[2];
-      return sat_mul(r, r) + 1;
-    }
-    return 1;
-  };
-  const std::int64_t per_row = sat_mul(d, std::max(weight(p), q ? weight(*q) : 1));
-  const std::int64_t wanted = sat_mul(n, per_row) / kRowwiseWorkPerThread;
-  return static_cast<int>(std::clamp<std::int64_t>(std::min<std::int64_t>(wanted, n), 1,
-                                                   std::max(resolve_threads(threads), 1)));
-}
-
-template <class T>
 std::int64_t kl_rowwise_footprint(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t n,
-                                  int threads) {
+                                  const RowwiseConfig& config) {
   // kl_rowwise_diag's result buffer, which it needs only when `out` overlaps an input.
-  if (both_diag(p, q)) return sat_mul(8, n);
-  threads = rowwise_workers(p, q, n, threads);
-  if (both_tril(p, q)) {  // kl_rowwise_tril's scratch and result buffer
+  if (config.path == RowwisePath::diag) return sat_mul(8, n);
+  const int threads = config.workers;
+  if (config.path == RowwisePath::tril) {  // kl_rowwise_tril's scratch and result buffer
     return sat_mul(8,
                    sat_add(sat_add(sat_mul(threads, tril_worker_doubles(p.d())), kLineDoubles), n));
   }
@@ -196,13 +169,13 @@ std::int64_t kl_rowwise_footprint(const Gaussians<T>& p, const Gaussians<T>* q, 
 
 template <class T, class U>
 Failure kl_rowwise(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t n, U* out,
-                   int threads, Jitter& jitter) {
-  threads = rowwise_workers(p, q, n, threads);
-  if (both_diag(p, q)) {
+                   const RowwiseConfig& config, Jitter& jitter) {
+  const int threads = config.workers;
+  if (config.path == RowwisePath::diag) {
     kl_rowwise_diag(p, q, n, out, threads);
     return {};
   }
-  if (both_tril(p, q)) {
+  if (config.path == RowwisePath::tril) {
     kl_rowwise_tril(p, *q, n, out, threads);
     return {};
   }
@@ -263,18 +236,15 @@ Failure kl_rowwise(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t n,
   return {};
 }
 
-template int rowwise_workers<float>(const Gaussians<float>&, const Gaussians<float>*, std::int64_t,
-                                    int);
-template int rowwise_workers<double>(const Gaussians<double>&, const Gaussians<double>*,
-                                     std::int64_t, int);
 template std::int64_t kl_rowwise_footprint<float>(const Gaussians<float>&, const Gaussians<float>*,
-                                                  std::int64_t, int);
+                                                  std::int64_t, const RowwiseConfig&);
 template std::int64_t kl_rowwise_footprint<double>(const Gaussians<double>&,
-                                                   const Gaussians<double>*, std::int64_t, int);
+                                                   const Gaussians<double>*, std::int64_t,
+                                                   const RowwiseConfig&);
 
 #define GAUSSKL_INSTANTIATE(T, U)                                                               \
   template Failure kl_rowwise<T, U>(const Gaussians<T>&, const Gaussians<T>*, std::int64_t, U*, \
-                                    int, Jitter&);
+                                    const RowwiseConfig&, Jitter&);
 GAUSSKL_INSTANTIATE(float, float)
 GAUSSKL_INSTANTIATE(float, double)
 GAUSSKL_INSTANTIATE(double, float)

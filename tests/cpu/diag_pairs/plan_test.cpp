@@ -7,10 +7,12 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
+#include "core/plan.hpp"
 #include "hwy/tests/hwy_gtest.h"
 #include "support/batches.hpp"
 #include "support/generators.hpp"
@@ -24,6 +26,28 @@ constexpr double kLoose = 1e-5;  // the tolerance that selects the float kernel 
 template <class T>
 DiagGaussians<T> diag_view(const Batch<T>& batch) {
   return std::get<DiagBatch<T>>(batch.b).view();
+}
+
+// The DiagPairs of these inputs with the kernel the plan picks (core/plan.cpp) for `tolerance`
+// (0: the default's), finishing to `tolerance` itself.
+template <class T>
+cpu::DiagPairs make_pairs(const DiagGaussians<T>& p, const DiagGaussians<T>* q, double tolerance,
+                          int threads) {
+  Options options;
+  options.tolerance = tolerance;
+  const Gaussians<T> pg(p);
+  const std::optional<Gaussians<T>> qg = q ? std::optional<Gaussians<T>>(*q) : std::nullopt;
+  const detail::PairsPlan plan = detail::plan_pairs(pg, qg ? &*qg : nullptr, options);
+  return cpu::DiagPairs(p, q, tolerance, plan.backend.kernel, threads);
+}
+
+// Whether the plan picks the float kernel for float inputs of depth d at `tolerance`.
+bool float_kernel_planned(double tolerance, std::int64_t d) {
+  const DiagGaussians<float> g{{nullptr, {1, d}, {d, 1}}, {nullptr, {1, d}, {d, 1}}};
+  Options options;
+  options.tolerance = tolerance;
+  return detail::plan_pairs<float>(Gaussians<float>(g), nullptr, options).backend.kernel ==
+         cpu::DiagKernelKind::float_kernel;
 }
 
 // All entries of the plan in double and in float; the float ones must be the double ones
@@ -107,23 +131,23 @@ TEST(DiagPairs, TheLocalReferenceAgreesWithTheGenericOracle) {
 }
 
 TEST(DiagPairs, TheDefaultToleranceKeepsTheDoubleKernel) {
-  EXPECT_FALSE(cpu::DiagPairs::float_kernel_allowed(1e-7, 1));
-  EXPECT_FALSE(cpu::DiagPairs::float_kernel_allowed(1e-6, 256));
-  EXPECT_TRUE(cpu::DiagPairs::float_kernel_allowed(kLoose, 1));
-  EXPECT_TRUE(cpu::DiagPairs::float_kernel_allowed(kLoose, 4096));
+  EXPECT_FALSE(float_kernel_planned(1e-7, 1));
+  EXPECT_FALSE(float_kernel_planned(1e-6, 256));
+  EXPECT_TRUE(float_kernel_planned(kLoose, 1));
+  EXPECT_TRUE(float_kernel_planned(kLoose, 4096));
   Rng rng(70);
   const auto [ps, qs] = make_specs(rng, Data::random, Family::diag, Family::diag, 5, 4, 8);
   const Batch<float> p = make_batch<float>(ps, layout_of(Family::diag));
   const Batch<float> q = make_batch<float>(qs, layout_of(Family::diag));
   const DiagGaussians<float> qv = diag_view(q);
-  EXPECT_FALSE(cpu::DiagPairs(diag_view(p), &qv, 1e-7, 1).float_kernel());
-  EXPECT_TRUE(cpu::DiagPairs(diag_view(p), &qv, kLoose, 1).float_kernel());
+  EXPECT_FALSE(make_pairs(diag_view(p), &qv, 1e-7, 1).float_kernel());
+  EXPECT_TRUE(make_pairs(diag_view(p), &qv, kLoose, 1).float_kernel());
   // Double inputs never take it: their promise is 1e-12, and rounding them to float would cost
   // digits the caller has.
   const Batch<double> pd = make_batch<double>(ps, layout_of(Family::diag));
   const Batch<double> qd = make_batch<double>(qs, layout_of(Family::diag));
   const DiagGaussians<double> qdv = diag_view(qd);
-  EXPECT_FALSE(cpu::DiagPairs(diag_view(pd), &qdv, kLoose, 1).float_kernel());
+  EXPECT_FALSE(make_pairs(diag_view(pd), &qdv, kLoose, 1).float_kernel());
 }
 
 // Every data kind (random, adversarial: means 1e3 and std 1e-3 .. 1e3, near-duplicates at 1e-4
@@ -141,15 +165,15 @@ TEST(DiagPairs, FloatKernelEntriesAreWithinTheTolerance) {
         SCOPED_TRACE(name(data) + ", D = " + std::to_string(d) + ", " + name(layout));
         const Batch<float> p = make_batch<float>(ps, layout), q = make_batch<float>(qs, layout);
         const DiagGaussians<float> qv = diag_view(q);
-        const cpu::DiagPairs plan(diag_view(p), &qv, kLoose, 2);
+        const cpu::DiagPairs plan = make_pairs(diag_view(p), &qv, kLoose, 2);
         EXPECT_TRUE(plan.float_kernel());
         const double error =
             checked_error(all_entries<float>(plan, 2), diag_reference(diag_view(p), qv));
         EXPECT_LE(error, kLoose);
         worst = std::max(worst, error);
 
-        const cpu::DiagPairs self(diag_view(p), static_cast<const DiagGaussians<float>*>(nullptr),
-                                  kLoose, 2);
+        const cpu::DiagPairs self =
+            make_pairs(diag_view(p), static_cast<const DiagGaussians<float>*>(nullptr), kLoose, 2);
         const std::vector<double> own = all_entries<float>(self, 2);
         EXPECT_LE(checked_error(own, diag_reference(diag_view(p), diag_view(p))), kLoose);
         for (std::int64_t i = 0; i < n; ++i)
@@ -171,7 +195,7 @@ TEST(DiagPairs, ValuesOutOfTheFloatRangeKeepTheDoubleKernel) {
     const Batch<float> p = make_batch<float>(specs.first, layout_of(Family::diag));
     const Batch<float> q = make_batch<float>(specs.second, layout_of(Family::diag));
     const DiagGaussians<float> qv = diag_view(q);
-    const cpu::DiagPairs plan(diag_view(p), &qv, kLoose, 2);
+    const cpu::DiagPairs plan = make_pairs(diag_view(p), &qv, kLoose, 2);
     EXPECT_FALSE(plan.float_kernel()) << (on_q ? "q" : "p");
     EXPECT_LE(checked_error(all_entries<float>(plan, 2), diag_reference(diag_view(p), qv)), 1e-7);
   }
@@ -179,7 +203,7 @@ TEST(DiagPairs, ValuesOutOfTheFloatRangeKeepTheDoubleKernel) {
   std::get<DiagSpec>(ps).mean[3] = 2e6;
   const Batch<float> p = make_batch<float>(ps, layout_of(Family::diag));
   EXPECT_FALSE(
-      cpu::DiagPairs(diag_view(p), static_cast<const DiagGaussians<float>*>(nullptr), kLoose, 1)
+      make_pairs(diag_view(p), static_cast<const DiagGaussians<float>*>(nullptr), kLoose, 1)
           .float_kernel());
 }
 
@@ -190,7 +214,7 @@ TEST(DiagPairs, FloatKernelSameResultsForAnyThreadCount) {
   const Batch<float> p = make_batch<float>(ps, layout_of(Family::diag));
   const Batch<float> q = make_batch<float>(qs, layout_of(Family::diag));
   const DiagGaussians<float> qv = diag_view(q);
-  const cpu::DiagPairs plan(diag_view(p), &qv, kLoose, 1);
+  const cpu::DiagPairs plan = make_pairs(diag_view(p), &qv, kLoose, 1);
   ASSERT_TRUE(plan.float_kernel());
   const std::vector<double> one = all_entries<float>(plan, 1);
   for (const int threads : {2, 3, 8})
@@ -226,7 +250,7 @@ struct SelfPlan {
     }
   }
   cpu::DiagPairs plan(int threads) const {
-    return cpu::DiagPairs(view, static_cast<const DiagGaussians<T>*>(nullptr), 0, threads);
+    return make_pairs(view, static_cast<const DiagGaussians<T>*>(nullptr), 0, threads);
   }
 };
 
@@ -320,7 +344,7 @@ TEST(DiagPairs, SymmetricAgreesWithTheGeneralPath) {
   const SelfPlan<float> self(spec, layout_of(Family::diag), false);
   const Batch<float> copy = make_batch<float>(spec, layout_of(Family::diag));
   const DiagGaussians<float> qv = diag_view(copy);
-  const cpu::DiagPairs general(self.view, &qv, 0, 2);
+  const cpu::DiagPairs general = make_pairs(self.view, &qv, 0, 2);
   ASSERT_FALSE(general.symmetric());
   const std::vector<double> a = all_entries<float>(self.plan(2), 2);
   const std::vector<double> b = all_entries<float>(general, 2);

@@ -232,8 +232,7 @@ Result<T> run(Path path, const DiagBatch<T>& p, const DiagBatch<T>& q, bool self
     const auto pv = p.view(), qv = q.view();
     const std::vector<double> centre = cpu::backward_centre(pv, self ? nullptr : &qv);
     const cpu::DiagRows<T> ps{pv, centre.data()}, qs{qv, centre.data()};
-    cpu::pairwise_backward_gemm(ps, self ? nullptr : &qs, g.data(), dp, dq,
-                                cpu::pairwise_backward_workers(p.n, q.n, p.d, 2));
+    cpu::pairwise_backward_gemm(ps, self ? nullptr : &qs, g.data(), dp, dq, 2);
   }
   return r;
 }

@@ -1,9 +1,9 @@
 // full_gemm (on every compiled target) against a long-double loop within its documented bound, and
-// bitwise independent of the split of rows and columns; FullPairs: every entry it keeps is within
-// its tolerance of the long-double reference, on random, adversarial, ill-conditioned,
+// bitwise independent of the split of rows and columns; FullOperands: every entry it keeps is
+// within its tolerance of the long-double reference, on random, adversarial, ill-conditioned,
 // near-duplicate and identical data, p full or diagonal, from float32 and float64 inputs; and on
 // random data it keeps almost every entry (the fast path really runs).
-#include "cpu/full_pairs/plan.hpp"
+#include "cpu/full_pairs/operands.hpp"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "cpu/all_pairs.hpp"
 #include "cpu/full_pairs/gemm.hpp"
 #include "cpu/pair/prepare.hpp"
 #include "hwy/tests/hwy_gtest.h"
@@ -71,7 +70,7 @@ struct Outcome {
   std::int64_t entries = 0, flagged = 0;
 };
 
-// Builds FullPairs on the prepared batches of p (family fp) and q (full) and checks every entry
+// Builds FullOperands on the prepared batches of p (family fp) and q (full) and checks every entry
 // it keeps against the reference. Float inputs are checked at the float tolerance.
 template <class T>
 Outcome check(const test::Spec& ps, const test::Spec& qs, Family fp, bool self,
@@ -85,7 +84,7 @@ Outcome check(const test::Spec& ps, const test::Spec& qs, Family fp, bool self,
   EXPECT_LT(prepare_range(pv, 0, pv.n(), pb, 2).index, 0);
   EXPECT_LT(prepare_range(qv, 0, qv.n(), qb, 2).index, 0);
   const double tolerance = std::is_same_v<T, float> ? 1e-7 : 1e-13;
-  const FullPairs plan(qb, qv.n(), self ? nullptr : &pb, pv.n(), tolerance, 2);
+  const FullOperands plan(qb, qv.n(), self ? nullptr : &pb, pv.n(), tolerance, 2);
   const std::int64_t n = pv.n(), m = qv.n();
   std::vector<double> out(n * m);
   plan.rows(0, n, 0, m, out.data(), m);
@@ -110,7 +109,7 @@ Outcome check(const test::Spec& ps, const test::Spec& qs, Family fp, bool self,
   return o;
 }
 
-TEST(FullPairs, KeptEntriesWithinToleranceOnAllData) {
+TEST(FullOperands, KeptEntriesWithinToleranceOnAllData) {
   test::Rng rng(32);
   const test::GenOptions ill{0, 1e-2, 1e2};  // standard deviations spread 1e4: condition 1e8
   for (const Family fp : {Family::full, Family::diag})
@@ -135,7 +134,7 @@ TEST(FullPairs, KeptEntriesWithinToleranceOnAllData) {
 }
 
 // On random data the bound lets through all but a small share of the entries.
-TEST(FullPairs, RandomDataIsMostlyKept) {
+TEST(FullOperands, RandomDataIsMostlyKept) {
   test::Rng rng(33);
   for (const Family fp : {Family::full, Family::diag})
     for (const std::int64_t d : {4, 16, 32}) {
@@ -149,19 +148,6 @@ TEST(FullPairs, RandomDataIsMostlyKept) {
       EXPECT_LE(f64.flagged, f64.entries / 100) << test::name(fp) << " D=" << d;
       EXPECT_LE(f32.flagged, f32.entries / 100) << test::name(fp) << " D=" << d;
     }
-}
-
-// The oracle tests of tests/core (pairwise, knn, memory budget) reach this path: every full q with
-// a full or diagonal p, at any D they use.
-TEST(FullPairs, ServesFullQWithFullOrDiagonalP) {
-  test::Rng rng(34);
-  for (const Family fp : {Family::full, Family::diag, Family::lowrank}) {
-    const auto [ps, qs] = test::make_specs(rng, Data::random, fp, Family::full, 3, 3, 1);
-    const test::Batch<double> p = test::make_batch<double>(ps, test::layout_of(fp));
-    const test::Batch<double> q = test::make_batch<double>(qs, test::layout_of(Family::full));
-    EXPECT_EQ(AllPairs::uses_full_pairs(p.view(), q.view()), fp != Family::lowrank);
-    EXPECT_FALSE(AllPairs::uses_full_pairs(q.view(), p.view()) && fp != Family::full);
-  }
 }
 
 }  // namespace
