@@ -7,8 +7,8 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS := -G Ninja -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: deps build python demo test test-release test-asan test-tsan test-fuzz fuzz format \
-  format-check bench-build bench bench-peers clean
+.PHONY: deps build python dask-extra demo test test-release test-asan test-tsan test-fuzz fuzz \
+  format format-check bench-build bench bench-peers bench-dask clean
 
 deps:
 	@scripts/install_deps.sh
@@ -18,26 +18,46 @@ build: deps
 	@$(CMAKE) -S . -B build $(CMAKE_FLAGS) -DGAUSSKL_WERROR=ON >/dev/null
 	@$(CMAKE) --build build -j $(JOBS)
 
-# The Python package into .venv (scikit-build-core + nanobind, the same CMake project).
+# The Python package and the gausskl command into .venv (scikit-build-core + nanobind, the same
+# CMake project; the command lands in .venv/bin). The build's output goes to a log: a person
+# sees one line saying where, and its last lines if it fails.
+PY_LOG := build-python/pip-install.log
 python: deps
-	@SKBUILD_BUILD_DIR=build-python $(PY) -m pip install -q --no-build-isolation .
+	@mkdir -p build-python
+	@echo "Building the library, the gausskl command and the Python package into $(VENV)" \
+	  "(a few minutes; the build's output goes to $(PY_LOG))"
+	@SKBUILD_BUILD_DIR=build-python CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) \
+	  $(PY) -m pip install -v --no-build-isolation . >$(PY_LOG) 2>&1 || { tail -n 30 $(PY_LOG); \
+	  echo "make python: the build failed; its whole output is in $(PY_LOG)"; exit 1; }
 
-demo: build python
-	@$(PY) scripts/demo.py --cli build/gausskl --workdir demo-data
-	@echo; echo "== the same from Python (import gausskl as gk)"
+# The dask extra's packages (pyproject.toml, [project.optional-dependencies] dask; the test
+# tests/dask/test_packaging.py keeps the two lists equal), from PyPI by name, for gausskl.dask
+# and gausskl-dask.
+DASK_EXTRA := dask[array]>=2024.1 distributed>=2024.1 zarr>=2.16
+dask-extra: deps
+	@$(PY) -c "import dask.array, distributed, zarr" 2>/dev/null || \
+	  { echo "dask-extra: pip install $(DASK_EXTRA)"; $(PY) -m pip install -q $(foreach p,$(DASK_EXTRA),"$(p)"); }
+
+# Runs the command pip installed (.venv/bin/gausskl), as a user of the package would.
+demo: python
+	@echo
+	@$(PY) scripts/demo.py --cli $(VENV)/bin/gausskl --workdir demo-data
+	@echo; echo "== the same from Python: an interpreter session to paste (scripts/demo_python.py)"
 	@$(PY) scripts/demo_python.py
 
 # Everything: format check, Release build with warnings as errors (ctest + CLI pytest), then
 # the same suites under AddressSanitizer + UndefinedBehaviorSanitizer.
 test: deps format-check test-release test-asan test-tsan test-fuzz
 
-test-release: build python
+test-release: build python dask-extra
 	@echo "== ctest (Release)"
 	@cd build && ctest --output-on-failure -j $(JOBS)
 	@echo "== pytest: CLI (Release)"
 	@GAUSSKL_CLI=$(CURDIR)/build/gausskl $(PY) -m pytest -q tests/cli
 	@echo "== pytest: Python package"
 	@$(PY) -m pytest -q tests/python
+	@echo "== pytest: gausskl.dask and gausskl-dask (LocalCluster of worker processes)"
+	@GAUSSKL_CLI=$(CURDIR)/build/gausskl $(PY) -m pytest -q tests/dask
 
 test-asan: deps
 	@$(CMAKE) -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -98,6 +118,11 @@ bench: bench-build python
 # `.venv/bin/python bench/peers.py --quick` is a < 30 s smoke run.
 bench-peers: bench-build python
 	@$(PY) bench/peers.py --out bench/README.md
+
+# gausskl-dask against gausskl on this machine (bench/dask_scale.py; see bench/README.md, "Scaling
+# out on Dask"): knn N = M = 200,000 (~15 min in all) and pairwise N = M = 40,000 to Zarr.
+bench-dask: build python dask-extra
+	@$(PY) bench/dask_scale.py --cli build/gausskl
 
 clean:
 	rm -rf build build-asan build-tsan build-python build-fuzz demo-data

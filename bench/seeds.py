@@ -18,6 +18,8 @@ Cases and their peers:
 * seeds 002/003, the VAE's KL terms, B = 128, D = 32, float32: the prior term
   -0.5 * (1 + lv - mu^2 - exp(lv)).sum(-1) against gk.kl_standard_normal, and a learned prior
   (logvar || logvar) written as users do against gk.kl.
+* lower bounds, timed in the same run (LOWER): for each case that misses its target, the
+  bare work any implementation needs, so that the note can say whether the target is possible.
 * the per-call cost: tiny row-wise calls (N = 5, D = 3; N = 8, D = 8) from NumPy and torch,
   beside the same calls from C++ (bench/bench_calls.cpp, run by peers.py in the same run).
 """
@@ -58,6 +60,28 @@ CASES = {
     "tiny_torch_built": ("row-wise kl, N = 5, D = 3, torch, batches built before", None, False),
     "tiny8_numpy_built": ("row-wise kl, N = 8, D = 8, NumPy, batches built before", None, False),
     "tiny8_torch_built": ("row-wise kl, N = 8, D = 8, torch, batches built before", None, False),
+}
+
+# Lower bounds: case -> (what is timed, C++ benchmarks whose times add to it). The time of
+# `lower` (seeds.build's third callable) plus those C++ times is the floor of the case.
+LOWER = {
+    "000_b100": ("one float64 [B, 512] x [512, B] matmul in torch (the work an exact method "
+                 "needs)", ()),
+    "000_b1024": ("one float64 [B, 512] x [512, B] matmul in torch (the work an exact method "
+                  "needs)", ()),
+    "000_b100_grad_weighted": (
+        "float64 matmuls in torch: [B, 512] x [512, B] (forward), G [B, B] and G^T x [B, 512] "
+        "(the backward's products, accumulated in double as exact gradients need)", ()),
+    "000_b1024_grad_weighted": (
+        "float64 matmuls in torch: [B, 512] x [512, B] (forward), G [B, B] and G^T x [B, 512] "
+        "(the backward's products, accumulated in double as exact gradients need)", ()),
+    "vae_grad": ("a training step through an autograd.Function that computes nothing (torch's C "
+                 "apply, as gausskl calls it) + the library's forward and backward from C++",
+                 ("BM_kl_standard_normal/N:128/D:32",
+                  "BM_kl_standard_normal_backward/N:128/D:32")),
+    "prior_grad": ("a training step through an autograd.Function that computes nothing (torch's "
+                   "C apply) + the library's forward and backward from C++",
+                   ("BM_kl_diag/N:128/D:32/logvar:1", "BM_kl_diag_backward/N:128/D:32")),
 }
 
 # The same calls from C++ (bench/bench_calls.cpp), for the per-call cost of the Python layer.
@@ -138,6 +162,26 @@ def _step(loss_fn, leaves):
     return step
 
 
+def _empty_step(leaves):
+    """A training step through an autograd.Function that computes nothing: [B] values out,
+    uninitialised gradients back, applied through torch's C apply as gausskl applies its own
+    (gausskl._autograd): the cost any kernel outside torch's own operations pays."""
+    import torch
+
+    class Empty(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, *tensors):
+            ctx.save_for_backward(*tensors)
+            return tensors[0].new_empty(tensors[0].shape[0])
+
+        @staticmethod
+        def backward(ctx, grad):
+            return tuple(torch.empty_like(t) for t in ctx.saved_tensors)
+
+    c_apply = torch._C._FunctionBase.__dict__["apply"].__get__(None, Empty)
+    return _step(lambda: c_apply(*leaves).sum(), leaves)
+
+
 def _packed(rng, n, d):
     import numpy as np
     k = d * (d + 1) // 2
@@ -172,6 +216,15 @@ def build(case: str, seed: int = 0, tiny: bool = False):
             loss = (lambda kl: kl.sum()) if w is None else (lambda kl: (w * kl).sum())
             theirs = _step(lambda: loss(torch_gemm(mu, std, mu, std)), [mu, std])
             ours = _step(lambda: loss(gk.pairwise_kl(gk.DiagGaussian(mu, std=std))), [mu, std])
+            if w is not None:
+                f64 = torch.float64
+                x, y = torch.randn(b, 512, dtype=f64), torch.randn(512, b, dtype=f64)
+                g, z = w.to(f64), torch.randn(b, 512, dtype=f64)
+
+                def lower():
+                    x @ y
+                    g @ z
+                    g.T @ z
         else:
             theirs = lambda: torch_gemm(mu, std, mu, std)  # noqa: E731
             ours = lambda: gk.pairwise_kl(gk.DiagGaussian(mu, std=std))  # noqa: E731
@@ -239,7 +292,7 @@ def build(case: str, seed: int = 0, tiny: bool = False):
             for x in leaves:
                 x.requires_grad_()
             return (_step(lambda: theirs_fn().sum(), leaves),
-                    _step(lambda: ours_fn().sum(), leaves), None)
+                    _step(lambda: ours_fn().sum(), leaves), _empty_step(leaves))
         return theirs_fn, ours_fn, None
 
     # The per-call cost cases: gausskl alone.

@@ -8,6 +8,7 @@
 #include <span>
 #include <stdexcept>
 
+#include "cli/library_call.hpp"
 #include "cli/load.hpp"
 #include "cli/output.hpp"
 #include "cli/progress.hpp"
@@ -29,9 +30,20 @@ io::MemoryAllowance allowance_of(const Args& args) {
 
 // Files are read and the output opened before any computation, so that every problem with
 // them is reported at once.
+// A side's --p-keys / --q-keys, else --keys; the texts were checked while parsing arguments.
+Keys keys_of(const std::string& side_keys, const std::string& keys) {
+  const std::string& text = side_keys.empty() ? keys : side_keys;
+  return text.empty() ? Keys() : Keys::parse(text);
+}
+
 Inputs load(const Args& args, io::MemoryAllowance& allowance) {
-  Inputs in{load_side("p", args.p, allowance), std::nullopt};
-  if (!args.q.empty()) in.q = load_side("q", args.q, allowance);
+  Inputs in{load_side("p", args.p, keys_of(args.p_keys, args.keys), allowance), std::nullopt};
+  if (!args.q.empty()) in.q = load_side("q", args.q, keys_of(args.q_keys, args.keys), allowance);
+  for (const Side* side : {&in.p, in.q ? &*in.q : nullptr}) {
+    if (side && !ignored_note(*side).empty()) {
+      std::fprintf(stderr, "gausskl: note: %s\n", ignored_note(*side).c_str());
+    }
+  }
   if (args.log_diagonal && !has_packed(in.p) && !(in.q && has_packed(*in.q))) {
     throw std::invalid_argument(
         std::string("[load] --log-diagonal applies to packed_scale_tril, which ") +
@@ -87,6 +99,13 @@ Options options(const Args& args, const io::MemoryAllowance& allowance,
   return o;
 }
 
+// What the budget had given out when the library is called; `inputs` is what was taken before
+// the command's own results.
+BudgetUse budget_use(const Args& args, const io::MemoryAllowance& allowance, std::int64_t inputs) {
+  if (!allowance.limited()) return {};
+  return {args.memory_budget, inputs, allowance.taken() - inputs, allowance.left()};
+}
+
 // Progress on stderr only for a person watching: a terminal, and no --quiet.
 bool show_progress(const Args& args) {
   return !args.quiet && isatty(fileno(stderr));
@@ -101,12 +120,18 @@ void run_kl(const Args& args) {
   dispatch(args, in, allowance,
            [&]<class T, class U>(const Gaussians<T>& p, const Gaussians<T>* q) {
              const std::int64_t n = q && p.n() == 1 ? q->n() : p.n();
+             const std::int64_t inputs = allowance.taken();
              allowance.take(n * static_cast<std::int64_t>(sizeof(U)), "kl", "the result");
              std::vector<U> result(static_cast<std::size_t>(n));
+             const BudgetUse budget = budget_use(args, allowance, inputs);
              if (q) {
-               kl(p, *q, std::span<U>(result), options(args, allowance));
+               call_library("kl", "kl", budget,
+                            [&] { kl(p, *q, std::span<U>(result), options(args, allowance)); });
              } else {
-               kl_standard_normal(p, std::span<U>(result), options(args, allowance));
+               // The user ran kl: its errors say [kl], not the function it calls.
+               call_library("kl_standard_normal", "kl", budget, [&] {
+                 kl_standard_normal(p, std::span<U>(result), options(args, allowance));
+               });
              }
              MatrixWriter<U>(out, n, 0).append(n, result.data());
            });
@@ -123,12 +148,12 @@ void run_pairwise(const Args& args) {
         // Row blocks go to the file as they are done: the matrix is never held whole.
         std::optional<MatrixWriter<U>> writer;
         Progress progress("pairwise", show_progress(args));
-        pairwise_kl_rows(p, q,
-                         RowSink<U>([&](std::int64_t, std::int64_t rows, std::span<const U> block) {
-                           if (!writer) writer.emplace(out, n, m);
-                           writer->append(rows, block.data());
-                         }),
-                         options(args, allowance, &progress));
+        const RowSink<U> sink([&](std::int64_t, std::int64_t rows, std::span<const U> block) {
+          if (!writer) writer.emplace(out, n, m);
+          writer->append(rows, block.data());
+        });
+        call_library("pairwise_kl", "pairwise_kl", budget_use(args, allowance, allowance.taken()),
+                     [&] { pairwise_kl_rows(p, q, sink, options(args, allowance, &progress)); });
         if (!writer) writer.emplace(out, n, m);  // N = 0: the header alone
       });
   out.commit();
@@ -138,23 +163,27 @@ void run_knn(const Args& args) {
   io::MemoryAllowance allowance = allowance_of(args);
   const Inputs in = load(args, allowance);
   Output out(args.output, {Format::npz, Format::csv});
-  dispatch(
-      args, in, allowance, [&]<class T, class U>(const Gaussians<T>& p, const Gaussians<T>* q) {
-        const std::int64_t n = p.n(), m = q ? q->n() : n;
-        // The library checks k against M; the sizes here are only allocated for a valid k.
-        const std::int64_t k = (args.k >= 1 && args.k <= m) ? args.k : 0;
-        allowance.take(n * k * static_cast<std::int64_t>(sizeof(std::int64_t) + sizeof(U)), "knn",
-                       "the result");
-        std::vector<std::int64_t> indices(static_cast<std::size_t>(n * k));
-        std::vector<U> values(indices.size());
-        Progress progress("knn", show_progress(args));
-        if (q) {
-          knn_kl(p, *q, args.k, indices, std::span<U>(values), options(args, allowance, &progress));
-        } else {
-          knn_kl(p, args.k, indices, std::span<U>(values), options(args, allowance, &progress));
-        }
-        write_knn(out, n, k, indices.data(), values.data());
-      });
+  dispatch(args, in, allowance,
+           [&]<class T, class U>(const Gaussians<T>& p, const Gaussians<T>* q) {
+             const std::int64_t n = p.n(), m = q ? q->n() : n;
+             // The library checks k against M; the sizes here are only allocated for a valid k.
+             const std::int64_t k = (args.k >= 1 && args.k <= m) ? args.k : 0;
+             const std::int64_t inputs = allowance.taken();
+             allowance.take(n * k * static_cast<std::int64_t>(sizeof(std::int64_t) + sizeof(U)),
+                            "knn", "the result");
+             std::vector<std::int64_t> indices(static_cast<std::size_t>(n * k));
+             std::vector<U> values(indices.size());
+             Progress progress("knn", show_progress(args));
+             call_library("knn_kl", "knn_kl", budget_use(args, allowance, inputs), [&] {
+               const Options o = options(args, allowance, &progress);
+               if (q) {
+                 knn_kl(p, *q, args.k, indices, std::span<U>(values), o);
+               } else {
+                 knn_kl(p, args.k, indices, std::span<U>(values), o);
+               }
+             });
+             write_knn(out, n, k, indices.data(), values.data());
+           });
   out.commit();
 }
 

@@ -18,7 +18,8 @@ struct Args {
   bool quiet = false;
   std::int64_t k = 0;
   bool exclude_self = false;
-  bool log_diagonal = false;  // packed_scale_tril diagonals are log L_rr
+  bool log_diagonal = false;         // packed_scale_tril diagonals are log L_rr
+  std::string keys, p_keys, q_keys;  // --keys (both sides), --p-keys, --q-keys: Keys::parse text
 };
 
 void run_kl(const Args& args);

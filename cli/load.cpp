@@ -3,31 +3,17 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "cli/array_names.hpp"
 #include "io/csv.hpp"
+#include "io/csv_columns.hpp"
 #include "io/npy.hpp"
 #include "io/npz.hpp"
 
 namespace gausskl::cli {
 namespace {
 
-const std::vector<std::string> kDiagScales = {"std", "var", "logvar", "precision"};
-const std::vector<std::string> kFullScales = {"scale_tril", "covariance", "precision_matrix",
-                                              "packed_scale_tril"};
-const char* kExpected =
-    "expected mean and one of std, var, logvar, precision, scale_tril, covariance, "
-    "precision_matrix, packed_scale_tril, or cov_factor with cov_diag";
-
 [[noreturn]] void fail(const std::string& what) {
   throw std::invalid_argument("[load] " + what);
-}
-
-bool contains(const std::vector<std::string>& names, const std::string& n) {
-  return std::find(names.begin(), names.end(), n) != names.end();
-}
-
-bool known(const std::string& n) {
-  return n == "mean" || n == "cov_factor" || n == "cov_diag" || contains(kDiagScales, n) ||
-         contains(kFullScales, n);
 }
 
 std::string shape_text(const std::vector<std::int64_t>& shape) {
@@ -37,18 +23,48 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
   return t + "]";
 }
 
+std::string quoted_list(const std::vector<std::string>& names) {
+  std::string text;
+  for (const std::string& n : names)
+    text += (text.empty() ? "'" : ", '") + n + "'";
+  return text;
+}
+
+// Why an array the side needs may be missing: a --keys name the file does not have, or
+// arrays that were ignored (perhaps it is stored under another name).
+std::string missing_hint(const Side& side, const Keys& keys,
+                         const std::vector<std::string>& wanted) {
+  if (side.file.empty()) return "";
+  for (const std::string& array : wanted) {
+    if (!keys.mapping_of(array).empty() && !side.arrays.count(array)) {
+      return "; " + side.file + " has no array '" + keys.written_of(array) + "' (--keys " +
+             keys.mapping_of(array) + ")";
+    }
+  }
+  if (side.ignored.empty()) return "";
+  return "; " + side.file + " holds " + quoted_list(side.ignored) + " (not read; --keys " +
+         wanted.front() + "=" + side.ignored.front() + " would read " + wanted.front() + " from '" +
+         side.ignored.front() + "')";
+}
+
 // The scale description's array names, after checking there is exactly one.
-std::vector<std::string> scale_names(const Side& side) {
+std::vector<std::string> scale_names(const Side& side, const Keys& keys = {}) {
   std::vector<std::string> found;
   for (const auto& [n, a] : side.arrays) {
-    if (contains(kDiagScales, n) || contains(kFullScales, n)) found.push_back(n);
+    if (is_diag_scale(n) || is_full_scale(n)) found.push_back(n);
   }
   const bool factor = side.arrays.count("cov_factor"), diag = side.arrays.count("cov_diag");
   if (factor != diag) {
-    fail(side.name + ": " + (factor ? "cov_factor needs cov_diag" : "cov_diag needs cov_factor"));
+    fail(side.name + ": " + (factor ? "cov_factor needs cov_diag" : "cov_diag needs cov_factor") +
+         missing_hint(side, keys, {factor ? "cov_diag" : "cov_factor"}));
   }
   if (factor) found.push_back("cov_factor");
-  if (found.empty()) fail(side.name + ": no scale array; " + kExpected);
+  if (found.empty()) {
+    std::vector<std::string> scales(kDiagScales.begin(), kDiagScales.end());
+    scales.insert(scales.end(), kFullScales.begin(), kFullScales.end());
+    scales.insert(scales.end(), {"cov_factor", "cov_diag"});
+    fail(side.name + ": no scale array; " + kExpectedArrays + missing_hint(side, keys, scales));
+  }
   if (found.size() > 1) {
     fail(side.name + ": two scale descriptions, " + found[0] + " and " + found[1] +
          "; give exactly one");
@@ -57,18 +73,69 @@ std::vector<std::string> scale_names(const Side& side) {
   return found;
 }
 
+void read_npz_side(Side& side, const std::string& path, const Keys& keys,
+                   io::MemoryAllowance& allowance) {
+  const auto wanted = [&](std::string_view n) { return keys.array_of(n).has_value(); };
+  io::NpzContents contents = io::read_npz(path, wanted, &allowance);
+  for (auto& [entry, array] : contents.arrays)
+    side.arrays.emplace(*keys.array_of(entry), std::move(array));
+  side.ignored = std::move(contents.skipped);
+}
+
+// A table whose header (or np.savetxt's '#' header line) names the columns.
+void read_csv_side(Side& side, const std::string& path, const Keys& keys,
+                   io::MemoryAllowance& allowance) {
+  io::CsvTable table = io::read_csv_table(path, &allowance);
+  const io::CsvNames names = table.header.line ? table.header : table.comment;
+  if (!names.line) {
+    fail("--" + side.name + " " + path +
+         ": a table needs a header row naming its columns, e.g. mean_0,mean_1,std_0,std_1 (or "
+         "give each array as NAME=FILE)");
+  }
+  const auto resolve = [&](std::string_view written) { return keys.array_of(written); };
+  for (auto& [array, values] :
+       io::csv_arrays(std::move(table), names, path, resolve,
+                      "names no array gausskl reads: expected mean, std, var, logvar, precision, "
+                      "scale_tril, covariance, precision_matrix, packed_scale_tril, cov_factor or "
+                      "cov_diag, as NAME, NAME_i or NAME_i_j (--keys ARRAY=NAME reads other names)",
+                      &allowance)) {
+    side.arrays.emplace(array, std::move(values));
+  }
+}
+
+// One array from a .csv file, whose header row, if any, must name that array's elements.
+io::Array read_csv_array(const std::string& entry, const std::string& path, const Keys& keys,
+                         io::MemoryAllowance& allowance) {
+  io::CsvTable table = io::read_csv_table(path, &allowance);
+  if (!table.header.line) return std::move(table.values);
+  const io::CsvNames names = table.header;
+  const auto resolve = [&](std::string_view written) -> std::optional<std::string> {
+    if (keys.array_of(written) == entry) return entry;
+    return std::nullopt;
+  };
+  auto arrays = io::csv_arrays(std::move(table), names, path, resolve,
+                               "is not an element of " + entry + " (the file is given as " + entry +
+                                   "=" + path + "; name its columns " + keys.written_of(entry) +
+                                   "_0, " + keys.written_of(entry) + "_1, ...)",
+                               &allowance);
+  return std::move(arrays.front().second);
+}
+
 }  // namespace
 
-Side load_side(const std::string& name, const std::vector<std::string>& spec,
+Side load_side(const std::string& name, const std::vector<std::string>& spec, const Keys& keys,
                io::MemoryAllowance& allowance) {
-  Side side{name, {}};
+  Side side{name, {}, {}, {}};
   if (spec.size() == 1 && spec[0].find('=') == std::string::npos) {
-    if (!spec[0].ends_with(".npz")) {
-      fail("--" + name + " " + spec[0] + ": give a .npz file, or NAME=FILE items (.npy or .csv)");
-    }
-    for (auto& [entry, array] : io::read_npz(spec[0], &allowance)) {
-      if (!known(entry)) fail(spec[0] + ": unknown array '" + entry + "'; " + kExpected);
-      side.arrays.emplace(entry, std::move(array));
+    side.file = spec[0];
+    if (spec[0].ends_with(".npz")) {
+      read_npz_side(side, spec[0], keys, allowance);
+    } else if (spec[0].ends_with(".csv")) {
+      read_csv_side(side, spec[0], keys, allowance);
+    } else {
+      fail("--" + name + " " + spec[0] +
+           ": give a .npz file, a .csv table with a header row, or NAME=FILE items (.npy or "
+           ".csv)");
     }
   } else {
     for (const std::string& item : spec) {
@@ -77,20 +144,30 @@ Side load_side(const std::string& name, const std::vector<std::string>& spec,
         fail("--" + name + " " + item + ": with several items, each must be NAME=FILE");
       }
       const std::string entry = item.substr(0, eq), path = item.substr(eq + 1);
-      if (!known(entry)) fail("--" + name + ": unknown array '" + entry + "'; " + kExpected);
+      if (!is_array_name(entry)) {
+        fail("--" + name + ": unknown array '" + entry + "'; " + kExpectedArrays);
+      }
       if (side.arrays.count(entry)) fail("--" + name + ": " + entry + " given twice");
       if (path.ends_with(".npy")) {
         side.arrays.emplace(entry, io::read_npy(path, &allowance));
       } else if (path.ends_with(".csv")) {
-        side.arrays.emplace(entry, io::read_csv(path, &allowance));
+        side.arrays.emplace(entry, read_csv_array(entry, path, keys, allowance));
       } else {
         fail("--" + name + " " + item + ": the file must be .npy or .csv");
       }
     }
   }
-  if (!side.arrays.count("mean")) fail(name + ": no mean array; " + kExpected);
-  scale_names(side);
+  if (!side.arrays.count("mean")) {
+    fail(name + ": no mean array; " + kExpectedArrays + missing_hint(side, keys, {"mean"}));
+  }
+  scale_names(side, keys);
   return side;
+}
+
+std::string ignored_note(const Side& side) {
+  if (side.ignored.empty()) return "";
+  return side.file + ": ignoring " + (side.ignored.size() == 1 ? "array " : "arrays ") +
+         quoted_list(side.ignored) + " (not distribution parameters)";
 }
 
 bool has_packed(const Side& side) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/keys.hpp"
 #include "gausskl/types.hpp"
 #include "io/array.hpp"
 #include "io/memory_allowance.hpp"
@@ -16,14 +17,22 @@ namespace gausskl::cli {
 struct Side {
   std::string name;  // "p" or "q"
   std::map<std::string, io::Array> arrays;
+  std::string file;                  // the one file a side came from (FILE.npz or FILE.csv)
+  std::vector<std::string> ignored;  // arrays of that .npz that are not read, by name
 };
 
-// SPEC is either one FILE.npz, or NAME=FILE items with FILE a .npy or .csv holding one array.
-// Checks names: a mean, exactly one scale description, nothing else.
-// Throws std::invalid_argument "[load] ..." on bad specs or names. The arrays' bytes are taken
-// from `allowance` as they are read (std::runtime_error when it runs out).
-Side load_side(const std::string& name, const std::vector<std::string>& spec,
+// SPEC is either one FILE.npz, one FILE.csv table with named columns (io/csv_columns.hpp), or
+// NAME=FILE items with FILE a .npy or .csv holding one array. `keys` names the arrays as the
+// files store them (--keys). Checks names: a mean and exactly one scale description; other
+// arrays of an .npz are not read (listed in `ignored`). Throws std::invalid_argument
+// "[load] ..." or "[read] ..." on bad specs, names or files. The arrays' bytes are taken from
+// `allowance` as they are read (std::runtime_error when it runs out).
+Side load_side(const std::string& name, const std::vector<std::string>& spec, const Keys& keys,
                io::MemoryAllowance& allowance);
+
+// "P.npz: ignoring arrays 'labels', 'weights' (not distribution parameters)", or empty when
+// nothing was ignored.
+std::string ignored_note(const Side& side);
 
 // True if any array of the side is float64.
 bool has_float64(const Side& side);

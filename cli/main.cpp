@@ -6,6 +6,8 @@
 #include <string>
 
 #include "cli/commands.hpp"
+#include "cli/keys.hpp"
+#include "cli/usage_errors.hpp"
 #include "gausskl/types.hpp"
 #include "gausskl/version.hpp"
 #include "io/atomic_file.hpp"
@@ -18,8 +20,16 @@ constexpr const char* kSpecHelp =
     "distributions: FILE.npz holding `mean` [N, D] (or [D]) and one scale description "
     "(std | var | logvar | precision [N, D]; scale_tril | covariance | precision_matrix "
     "[N, D, D]; packed_scale_tril [N, D (D + 1) / 2], L's lower triangle row by row as "
-    "torch.tril_indices orders it; cov_factor [N, D, R] with cov_diag [N, D]), or NAME=FILE "
-    "items, each FILE a .npy or a .csv table";
+    "torch.tril_indices orders it; cov_factor [N, D, R] with cov_diag [N, D]); its other "
+    "arrays are not read (a note names them). Or FILE.csv, one distribution per row, the "
+    "columns named by a header row (or by np.savetxt's '# ' header line): NAME_i for element i "
+    "(mean_0, mean_1, ..., std_0, ...), NAME_i_j for matrices. Or NAME=FILE items, each FILE a "
+    ".npy or a .csv of one array. CSV values: comma-, tab- or space-separated, one kind per "
+    "file; '#' lines skipped";
+
+constexpr const char* kKeysHelp =
+    "read ARRAY from what the files store as NAME (an .npz array, CSV columns NAME_i), e.g. "
+    "mean=mu,std=sigma";
 
 constexpr const char* kExitCodes =
     "\nExit status: 0 success; 2 bad input or usage (one line on stderr naming the array, the "
@@ -29,6 +39,22 @@ constexpr const char* kExitCodes =
 void add_common(CLI::App* cmd, Args& args, const char* out_help) {
   cmd->add_option("--p", args.p, kSpecHelp)->required()->expected(1, -1);
   cmd->add_option("--q", args.q, "distributions q, as --p")->expected(1, -1);
+  const CLI::Validator keys_rule(
+      [](std::string& text) {
+        try {
+          gausskl::cli::Keys::parse(text);
+          return std::string();
+        } catch (const std::invalid_argument& e) {
+          return std::string(e.what());
+        }
+      },
+      "ARRAY=NAME,...");
+  cmd->add_option("--keys", args.keys, std::string(kKeysHelp) + "; for --p and --q")
+      ->check(keys_rule);
+  cmd->add_option("--p-keys", args.p_keys, "as --keys, for --p only (instead of --keys)")
+      ->check(keys_rule);
+  cmd->add_option("--q-keys", args.q_keys, "as --keys, for --q only (instead of --keys)")
+      ->check(keys_rule);
   cmd->add_option("-o,--output", args.output, out_help)->required();
   cmd->add_option("--dtype", args.dtype,
                   "result precision (default: float64 if any input is float64 or CSV, "
@@ -76,8 +102,8 @@ void add_tolerance(CLI::App* cmd, Args& args, const char* what_it_changes) {
       ->check(rule);
 }
 
-int usage_error(const std::string& message) {
-  std::fprintf(stderr, "gausskl: error: %s (see gausskl --help)\n", message.c_str());
+int usage_error(const std::string& message, const std::string& help = "gausskl --help") {
+  std::fprintf(stderr, "gausskl: error: %s (see %s)\n", message.c_str(), help.c_str());
   return 2;
 }
 
@@ -87,7 +113,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "gausskl: KL divergences between Gaussian distributions (diagonal, full covariance, "
       "low rank + diagonal), in nats."};
-  app.set_version_flag("--version", std::string("gausskl ") + gausskl::version());
+  app.set_version_flag("-V,--version", std::string("gausskl ") + gausskl::version());
   app.require_subcommand(1);
   app.footer(kExitCodes);
 
@@ -102,7 +128,9 @@ int main(int argc, char** argv) {
       "  gausskl kl --p P.npz --q Q.npz -o kl.npy\n"
       "  gausskl kl --p mean=mu.npy logvar=lv.npy -o -      # KL to N(0, I), the VAE term\n"
       "  gausskl kl --p P.npz --q Q.npz --log-diagonal -o kl.npy   # packed_scale_tril, log "
-      "L_rr on the diagonal\n");
+      "L_rr on the diagonal\n"
+      "  gausskl kl --p P.csv --keys mean=mu,std=sigma -o -   # columns mu_0, ..., sigma_0, ...\n"
+      "kl has no --tolerance: row-wise results are always exact.\n");
 
   CLI::App* pairwise = app.add_subcommand("pairwise",
                                           "all pairs: out[i, j] = KL(p_i || q_j), shape [N, M]; "
@@ -146,7 +174,18 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    return usage_error(e.what());
+    // CLI11 lists leftovers in reverse ("1e-5 --tolerance") and reports a missing --p before a
+    // misspelt one: name the first argument the command does not take, if any.
+    const std::string command = gausskl::cli::command_given(app);
+    const std::string help = command.empty() ? "gausskl --help" : "gausskl " + command + " --help";
+    const bool extras = dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr;
+    if (const auto extra = gausskl::cli::first_extra(app, !extras)) {
+      return usage_error(extra->message, help);
+    }
+    if (dynamic_cast<const CLI::RequiredError*>(&e) && command.empty()) {
+      return usage_error("give a command: kl, pairwise or knn", help);  // not "A subcommand..."
+    }
+    return usage_error(e.what(), help);
   }
   gausskl::io::remove_temporaries_on_signal();
 
@@ -172,11 +211,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gausskl: error: out of memory\n");
     return 1;
   } catch (const std::exception& e) {
-    std::string message = e.what();
-    if (message.find("the memory budget (") != std::string::npos) {
-      message += " (the part of --memory-budget left after the inputs and the kept results)";
-    }
-    std::fprintf(stderr, "gausskl: error: %s\n", message.c_str());
+    std::fprintf(stderr, "gausskl: error: %s\n", e.what());
     return 1;
   }
   return 0;

@@ -1,22 +1,57 @@
-// The CSV reader on arbitrary text: it must accept or throw std::invalid_argument, never
-// crash or leak, and what it accepts is a full [rows, columns] table.
+// The CSV reader on arbitrary text, then the grouping of named columns into arrays: each must
+// accept or throw std::invalid_argument, never crash or leak; what the reader accepts is a full
+// [rows, columns] table, and the arrays hold every value of it exactly once.
 #include <stdexcept>
 #include <string_view>
 
 #include "fuzz_util.hpp"
 #include "io/csv.hpp"
+#include "io/csv_columns.hpp"
+
+namespace {
+
+// A few names stand for arrays, one through another name (as --keys mean=mu does).
+std::optional<std::string> resolve(std::string_view written) {
+  if (written == "mu") return "mean";
+  if (written == "mean" || written == "std" || written == "scale_tril") return std::string(written);
+  return std::nullopt;
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace gausskl::io;
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  Array array;
+  CsvTable table;
   try {
-    array = parse_csv(text, "fuzz.csv");
+    table = parse_csv_table(text, "fuzz.csv");
   } catch (const std::invalid_argument&) {
     return 0;
   }
-  fuzz::check(array.shape.size() == 2 && array.shape[0] >= 1 && array.shape[1] >= 1);
-  fuzz::check(array.dtype() == DType::float64);
-  fuzz::check_consistent(array);
+  const Array& values = table.values;
+  fuzz::check(values.shape.size() == 2 && values.shape[0] >= 1 && values.shape[1] >= 1);
+  fuzz::check(values.dtype() == DType::float64);
+  fuzz::check_consistent(values);
+  fuzz::check(table.header.names.empty() ||
+              static_cast<std::int64_t>(table.header.names.size()) == values.shape[1]);
+  fuzz::check(table.comment.names.empty() ||
+              static_cast<std::int64_t>(table.comment.names.size()) == values.shape[1]);
+
+  const CsvNames names = table.header.line ? table.header : table.comment;
+  if (!names.line) return 0;
+  const std::int64_t count = values.size();
+  std::vector<std::pair<std::string, Array>> arrays;
+  try {
+    arrays = csv_arrays(std::move(table), names, "fuzz.csv", resolve, "is unknown");
+  } catch (const std::invalid_argument&) {
+    return 0;
+  }
+  std::int64_t total = 0;
+  for (const auto& [name, array] : arrays) {
+    fuzz::check(resolve(name) == name);
+    fuzz::check_consistent(array);
+    total += array.size();
+  }
+  fuzz::check(total == count);
   return 0;
 }

@@ -72,6 +72,9 @@ def main():
     zeros = {"mean": np.zeros((64, 16)), "std": np.ones((64, 16), dtype="<f4")}
     (npz / "savez_compressed_zeros.npz").write_bytes(npz_bytes(np.savez_compressed, **zeros))
     (npz / "savez_empty.npz").write_bytes(npz_bytes(np.savez))
+    # Files as users have them: other arrays beside the distribution's, int64 among them.
+    extra = dict(diag, labels=np.arange(3, dtype="<i8"), weights=RNG.normal(size=3))
+    (npz / "savez_extra_arrays.npz").write_bytes(npz_bytes(np.savez, **extra))
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as z:
         z.writestr(zipfile.ZipInfo("mean.npy", (1980, 1, 1, 0, 0, 0)), npy_bytes(a["f8_1d"]))
@@ -88,6 +91,22 @@ def main():
         buffer = io.BytesIO()
         np.savetxt(buffer, array, delimiter=",", fmt=fmt, header="written by np.savetxt")
         (csv / f"{name}.csv").write_bytes(buffer.getvalue())
+    # Tables with named columns, in the separators np.savetxt and spreadsheets write.
+    values = np.hstack([a["f8_c"][:, :2], np.abs(a["f8_c"][:, 2:])])
+    names = ["mean_0", "mean_1", "std_0", "std_1"]
+    for name, delimiter, comments in [
+        ("header_comma", ",", ""),
+        ("header_tab", "\t", ""),
+        ("savetxt_default", " ", "# "),  # np.savetxt's defaults: spaces, the header a comment
+    ]:
+        buffer = io.BytesIO()
+        np.savetxt(buffer, values, delimiter=delimiter, header=delimiter.join(names),
+                   comments=comments, fmt="%.6g")
+        (csv / f"{name}.csv").write_bytes(buffer.getvalue())
+    (csv / "header_matrix.csv").write_bytes(
+        b"mu_0,mu_1,scale_tril_0_0,scale_tril_1_1,scale_tril_1_0,scale_tril_0_1\n"
+        b"0.5,-1,1,2,0.25,0\n1,1,1,1,0,0\n")
+    (csv / "mixed_rejected.csv").write_bytes(b"1,2\n3 4\n")
     (csv / "spacing_crlf.csv").write_bytes(
         b"# comment\r\n 0.5 ,\t1.5\r\n\r\n+2.5,-3.5e+1\r\nnan,inf\r\n"
     )

@@ -10,6 +10,7 @@ them against a direct NumPy float64 computation. Exits 1 if a check fails.
 import argparse
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -75,8 +76,10 @@ def size(path):
     return f"{path.stat().st_size / 2**20:.1f} MiB"
 
 
-def report(name, ok, detail):
+def report(name, ok, detail, why):
+    """One check: its result, then one sentence on why it matters."""
     print(f"  [{'ok' if ok else 'FAILED'}] {name}: {detail}")
+    print(textwrap.fill(why, 96, initial_indent="       ", subsequent_indent="       "))
     return ok
 
 
@@ -90,7 +93,9 @@ def pairwise_and_knn(cli, work, inputs, n, d):
     print(f"pairwise   ({n} x {n} matrix)         {t_pair:7.2f} s   {t_pair * per_element:18.1f}"
           f"      {size(pairwise_npy)}")
     print(f"knn -k 5 --exclude-self                 {t_knn:7.2f} s   {t_knn * per_element:18.1f}"
-          f"      {size(knn_npz)}\n")
+          f"      {size(knn_npz)}")
+    print("(wall ns per (i, j, d): the wall time over N * N * D, what one pair costs per dimension,")
+    print(" the whole command included: reading, checking, computing, writing)\n")
     with np.load(knn_npz) as f:
         return np.load(pairwise_npy), f["indices"], f["kl"]
 
@@ -124,7 +129,9 @@ def knn_agrees(matrix, indices, values):
     err, ok = close(values, want, 1e-6)
     return report("knn vs sorted pairwise rows", ok and ties_ok,
                   f"{differ.sum()} of {indices.size} indices differ (near-ties), "
-                  f"max value error {err:.2e}")
+                  f"max value error {err:.2e}",
+                  "knn never holds the whole matrix, so agreeing with the sorted rows of pairwise "
+                  "shows that it still finds the same neighbours in the same order.")
 
 
 def main():
@@ -142,11 +149,17 @@ def main():
     mean, std, labels = clustered(rng, n, d, clusters=6)
     inputs = work / "gaussians.npz"
     np.savez(inputs, mean=mean, std=std)
-    print(f"gausskl --version: {run(args.cli, '--version')[1].strip()}")
-    print(f"input: {n} diagonal Gaussians, D = {d}, float32, 6 clusters -> {inputs}\n")
+    print(f"{args.cli} --version: {run(args.cli, '--version')[1].strip()}")
+    print(f"input: {n} diagonal Gaussians, D = {d}, float32, 6 clusters -> {inputs}")
+    print(textwrap.fill(
+        f"What it computes: KL(p_i || p_j) in nats for all {n} x {n} pairs (gausskl pairwise), "
+        "the 5 smallest per row leaving out j = i (gausskl knn), then row-wise KL of 4 "
+        "full-covariance pairs (gausskl kl); each result is then checked against NumPy.", 96))
+    print()
 
     matrix, indices, values = pairwise_and_knn(args.cli, work, inputs, n, d)
-    print("5 nearest neighbours by KL(p_i || p_j), j != i (index:cluster  KL in nats):")
+    print("5 nearest neighbours by KL(p_i || p_j), j != i (index:cluster  KL in nats); they come")
+    print("from the row's own cluster, which is what the data was generated to show:")
     for i in (0, n // 3, 2 * n // 3):
         row = "  ".join(f"{j:4d}:{labels[j]} {v:6.3f}" for j, v in zip(indices[i], values[i]))
         print(f"  row {i:4d} (cluster {labels[i]}): {row}")
@@ -158,13 +171,19 @@ def main():
     err, ok = close(matrix[i, j], diag_kl(mean[i], std[i], mean[j], std[j]), 1e-6)
     results = [
         report("pairwise vs numpy float64, 200 random pairs", ok,
-               f"max |error| / (|KL| + 1) = {err:.2e} (float32 output, limit 1e-6)"),
-        report("pairwise diagonal", np.all(np.diag(matrix) == 0), "KL(p_i || p_i) == 0 exactly"),
+               f"max |error| / (|KL| + 1) = {err:.2e} (float32 output, limit 1e-6)",
+               "The matrix comes from tiled SIMD kernels; agreeing with the textbook formula, "
+               "computed independently in NumPy float64, shows the speed costs no accuracy."),
+        report("pairwise diagonal", np.all(np.diag(matrix) == 0), "KL(p_i || p_i) == 0 exactly",
+               "KL(p || p) is 0 by definition, where the GEMM expansion people write by hand "
+               "cancels badly and gives nonzero, even negative, values."),
         knn_agrees(matrix, indices, values),
     ]
     err, ok = close(full_got, full_want, 1e-10)
     results.append(report("full covariance kl vs numpy", ok,
-                          f"max |error| / (|KL| + 1) = {err:.2e} (float64, limit 1e-10)"))
+                          f"max |error| / (|KL| + 1) = {err:.2e} (float64, limit 1e-10)",
+                          "Full covariances go through Cholesky solves; agreeing with NumPy's "
+                          "dense solves to 1e-10 shows no precision is lost on the way."))
     return 0 if all(results) else 1
 
 

@@ -71,6 +71,23 @@ GAUSSKL_API void pairwise_kl_rows(const Gaussians<double>& p, const Gaussians<do
                                   const RowSink<double>& sink, const Options& options = {});
 GAUSSKL_API void pairwise_kl_rows(const Gaussians<double>& p, const Gaussians<double>* q,
                                   const RowSink<float>& sink, const Options& options = {});
+// The same with q given (as pairwise_kl(p, q, ...)), and without q: q = p.
+GAUSSKL_API void pairwise_kl_rows(const Gaussians<float>& p, const Gaussians<float>& q,
+                                  const RowSink<float>& sink, const Options& options = {});
+GAUSSKL_API void pairwise_kl_rows(const Gaussians<float>& p, const Gaussians<float>& q,
+                                  const RowSink<double>& sink, const Options& options = {});
+GAUSSKL_API void pairwise_kl_rows(const Gaussians<double>& p, const Gaussians<double>& q,
+                                  const RowSink<double>& sink, const Options& options = {});
+GAUSSKL_API void pairwise_kl_rows(const Gaussians<double>& p, const Gaussians<double>& q,
+                                  const RowSink<float>& sink, const Options& options = {});
+GAUSSKL_API void pairwise_kl_rows(const Gaussians<float>& p, const RowSink<float>& sink,
+                                  const Options& options = {});
+GAUSSKL_API void pairwise_kl_rows(const Gaussians<float>& p, const RowSink<double>& sink,
+                                  const Options& options = {});
+GAUSSKL_API void pairwise_kl_rows(const Gaussians<double>& p, const RowSink<double>& sink,
+                                  const Options& options = {});
+GAUSSKL_API void pairwise_kl_rows(const Gaussians<double>& p, const RowSink<float>& sink,
+                                  const Options& options = {});
 
 // Nearest neighbours by KL: for each p_i, the k smallest KL(p_i || q_j), ascending, ties broken
 // by the lower j. indices and values are row-major [N, k]. 1 <= k <= M (M - 1 with

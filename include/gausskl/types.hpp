@@ -5,8 +5,13 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
+#include <span>
+#include <stdexcept>
+#include <string>
 #include <utility>
 #include <variant>
 
@@ -31,7 +36,8 @@ struct View {
   }
 };
 
-// A C-order (row-major, contiguous) view of `data` with the given shape.
+// A C-order (row-major, contiguous) view of `data` with the given shape. The caller vouches
+// that data holds the product of the shape's elements; the span overload below checks it.
 template <class T, int Rank>
 View<T, Rank> contiguous(const T* data, std::array<std::int64_t, Rank> shape) {
   View<T, Rank> v{data, shape, {}};
@@ -41,6 +47,103 @@ View<T, Rank> contiguous(const T* data, std::array<std::int64_t, Rank> shape) {
     stride *= shape[k];
   }
   return v;
+}
+
+namespace detail {
+
+inline std::string shape_text(const std::int64_t* shape, int rank) {
+  std::string text = "[";
+  for (int k = 0; k < rank; ++k)
+    text += (k ? ", " : "") + std::to_string(shape[k]);
+  return text + "]";
+}
+
+// Throws unless `size` elements are exactly a C-order array of `shape`.
+inline void check_contiguous_size(std::size_t size, const std::int64_t* shape, int rank) {
+  bool has_zero = false;
+  for (int k = 0; k < rank; ++k) {
+    if (shape[k] < 0)
+      throw std::invalid_argument("[contiguous] shape " + shape_text(shape, rank) + " has " +
+                                  std::to_string(shape[k]) + " at axis " + std::to_string(k) +
+                                  ": sizes must be >= 0");
+    has_zero = has_zero || shape[k] == 0;
+  }
+  // The shape's product, formed only while it fits in 64 bits; past that it is surely too many.
+  constexpr std::uint64_t max = std::numeric_limits<std::uint64_t>::max();
+  std::uint64_t need = has_zero ? 0 : 1;
+  bool overflow = false;
+  for (int k = 0; k < rank && !has_zero && !overflow; ++k) {
+    const auto extent = static_cast<std::uint64_t>(shape[k]);
+    overflow = need > max / extent;
+    if (!overflow) need *= extent;
+  }
+  if (overflow || need != size)
+    throw std::invalid_argument(
+        "[contiguous] shape " + shape_text(shape, rank) + " needs " +
+        (overflow ? "more than " + std::to_string(max) : std::to_string(need)) +
+        " elements, the data has " + std::to_string(size));
+}
+
+// Throws unless every element of a view of `shape` and `strides` (each >= 0) from data[0] lies
+// among `size` elements.
+inline void check_strided_reach(std::size_t size, const std::int64_t* shape,
+                                const std::int64_t* strides, int rank) {
+  const std::string where =
+      "shape " + shape_text(shape, rank) + " with strides " + shape_text(strides, rank);
+  bool empty = false;
+  for (int k = 0; k < rank; ++k) {
+    if (shape[k] < 0)
+      throw std::invalid_argument("[strided] " + where + " has " + std::to_string(shape[k]) +
+                                  " at axis " + std::to_string(k) + ": sizes must be >= 0");
+    if (strides[k] < 0)
+      throw std::invalid_argument("[strided] " + where + " has stride " +
+                                  std::to_string(strides[k]) + " at axis " + std::to_string(k) +
+                                  ": strides over a range must be >= 0 (a View made from a "
+                                  "pointer may have negative ones)");
+    empty = empty || shape[k] == 0;
+  }
+  if (empty) return;
+  // The last element's offset, sum of (shape_k - 1) * stride_k, formed while it fits in 64 bits.
+  constexpr std::uint64_t max = std::numeric_limits<std::uint64_t>::max();
+  std::uint64_t last = 0;
+  bool overflow = false;
+  for (int k = 0; k < rank && !overflow; ++k) {
+    const auto extent = static_cast<std::uint64_t>(shape[k] - 1);
+    const auto stride = static_cast<std::uint64_t>(strides[k]);
+    overflow = extent != 0 && stride > (max - last) / extent;
+    if (!overflow) last += extent * stride;
+  }
+  if (overflow || last >= size)
+    throw std::invalid_argument("[strided] " + where + " needs " +
+                                (overflow
+                                     ? "more than " + std::to_string(max) + " elements"
+                                     : std::to_string(last + 1) + " elements (the last at offset " +
+                                           std::to_string(last) + ")") +
+                                ", the data has " + std::to_string(size));
+}
+
+}  // namespace detail
+
+// The same over a contiguous range: a std::span, or what converts to one (std::vector,
+// std::array), e.g. contiguous<float, 2>(mean_vector, {n, d}).
+// Throws std::invalid_argument unless the range holds exactly the shape's elements.
+template <class T, int Rank>
+View<T, Rank> contiguous(std::span<const T> data, std::array<std::int64_t, Rank> shape) {
+  detail::check_contiguous_size(data.size(), shape.data(), Rank);
+  return contiguous<T, Rank>(data.data(), shape);
+}
+
+// A strided view over a contiguous range: element (i0, i1, ...) at data[i0 * strides[0] + ...],
+// strides in elements and >= 0 (0 repeats, e.g. one row of scales for every distribution).
+// For arrays stored side by side, e.g. a network's output [N, 2 D] holding mean | logvar:
+//   strided<float, 2>(out, {n, d}, {2 * d, 1}) and
+//   strided<float, 2>(std::span<const float>(out).subspan(d), {n, d}, {2 * d, 1}).
+// Throws std::invalid_argument unless every element it reaches lies in the range.
+template <class T, int Rank>
+View<T, Rank> strided(std::span<const T> data, std::array<std::int64_t, Rank> shape,
+                      std::array<std::int64_t, Rank> strides) {
+  detail::check_strided_reach(data.size(), shape.data(), strides.data(), Rank);
+  return View<T, Rank>{data.data(), shape, strides};
 }
 
 // How the scale of a diagonal Gaussian is given, per dimension h:

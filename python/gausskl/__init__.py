@@ -1,38 +1,73 @@
 """gausskl: KL divergences between Gaussian distributions, in nats, exactly as the math says.
 
-Batches of Gaussians (NumPy arrays, PyTorch tensors, or any DLPack array)::
+Batches of Gaussians over NumPy arrays, PyTorch tensors, or any DLPack array (each example here
+runs as it stands, and the tests run it):
 
-    import gausskl as gk
-    p = gk.DiagGaussian(mu, std=std)              # or var=, logvar=, precision=; mu [N, D]
-    f = gk.FullGaussian(mu, scale_tril=L)         # or covariance=, precision_matrix=; [N, D, D]
-    e = gk.FullGaussian(mu, packed_scale_tril=E, log_diagonal=True)   # E [N, D (D + 1) / 2]
-    r = gk.LowRankGaussian(mu, cov_factor=W, cov_diag=d)   # W [N, D, R], d [N, D]
+>>> import numpy as np, gausskl as gk
+>>> rng = np.random.default_rng(0)
+>>> N, D, R = 4, 3, 2
+>>> mu = rng.normal(size=(N, D))                                   # means [N, D]
+>>> p = gk.DiagGaussian(mu, std=rng.uniform(0.5, 2, (N, D)))       # or var=, logvar=, precision=
+>>> L = np.tril(rng.normal(size=(N, D, D)), -1) + 2 * np.eye(D)    # lower triangular, diagonal > 0
+>>> f = gk.FullGaussian(mu, scale_tril=L)                # or covariance=, precision_matrix=
+>>> E = rng.normal(size=(N, D * (D + 1) // 2))           # packed factors, log of the diagonal
+>>> e = gk.FullGaussian(mu, packed_scale_tril=E, log_diagonal=True)
+>>> r = gk.LowRankGaussian(mu, cov_factor=rng.normal(size=(N, D, R)), cov_diag=np.ones((N, D)))
+>>> r
+LowRankGaussian(N=4, D=3, R=2, dtype=float64, numpy)
 
 Batch axes follow torch.distributions: any number of leading axes, broadcast between the arrays
 of a batch and between p and q; results have the broadcast batch shape (0-d for two single
-distributions).
+distributions). The scale goes by keyword: ``gk.DiagGaussian(mu, std)`` is a TypeError that
+says so.
 
-Operations (any family against any family)::
+Operations, any family against any family (``help(gk.kl)`` and the others describe every
+parameter):
 
-    gk.kl(p, q)                     # [N]     KL(p_i || q_i), batches broadcast
-    gk.kl_standard_normal(p)        # [N]     KL(p_i || N(0, I))
-    gk.pairwise_kl(p, q=None)       # [N, M]  KL(p_i || q_j); q = p without q
-    gk.knn_kl(p, q=None, k=10)      # ([N, k] indices, [N, k] KL), the k smallest per row
-    gk.from_torch(dist)             # torch.distributions Normal, Independent(Normal, r),
-                                    # MultivariateNormal, LowRankMultivariateNormal
+>>> gk.kl(p, f).shape                 # KL(p_i || f_i); N = 1 on either side broadcasts
+(4,)
+>>> gk.kl_standard_normal(r).shape    # KL(r_i || N(0, I))
+(4,)
+>>> gk.pairwise_kl(p, e).shape        # KL(p_i || e_j); without q, q = p
+(4, 4)
+>>> idx, dist = gk.knn_kl(p, r, k=2)  # the k smallest KL(p_i || r_j) per row, ascending
+>>> idx.shape, idx.dtype, dist.dtype
+((4, 2), dtype('int64'), dtype('float64'))
 
-The forum's pairwise KL of diagonal Gaussians (``mu, std: [B, H]``), as one line::
+``gk.from_torch(dist)`` reads torch.distributions ``Normal``, ``Independent(Normal, r)``,
+``MultivariateNormal`` and ``LowRankMultivariateNormal``; the operations take them directly.
 
-    kl = gk.pairwise_kl(gk.DiagGaussian(mu, std=std))       # [B, B], no [B, B, H]
+Seed 000, a PyTorch forum question: the ``[B, B]`` matrix of KL between every pair of B diagonal
+Gaussians (``mu, std: [B, H]``), which the thread builds by broadcasting to ``[B, B, H]``, in one
+call that never forms ``[B, B, H]``:
 
-A VAE loss (torch; the encoder gives ``mu, logvar: [B, D]``; gradients flow)::
+>>> import torch
+>>> _ = torch.manual_seed(0)
+>>> mu, std = torch.randn(64, 32), torch.rand(64, 32) + 0.5     # B = 64, H = 32
+>>> kl = gk.pairwise_kl(gk.DiagGaussian(mu, std=std))
+>>> kl.shape, kl.dtype
+(torch.Size([64, 64]), torch.float32)
 
-    loss = recon + gk.kl_standard_normal(gk.DiagGaussian(mu, logvar=logvar)).sum()
+A VAE loss: the encoder gives ``mu, logvar: [B, D]``, and gradients flow through the prior term:
 
-Retrieval, the 10 nearest Gaussians by KL of each query::
+>>> encoder, decoder = torch.nn.Linear(10, 2 * 4), torch.nn.Linear(4, 10)
+>>> x = torch.rand(16, 10)
+>>> mu, logvar = encoder(x).chunk(2, dim=1)
+>>> z = mu + torch.randn_like(mu) * (0.5 * logvar).exp()
+>>> recon = torch.nn.functional.mse_loss(decoder(z), x, reduction="sum")
+>>> loss = recon + gk.kl_standard_normal(gk.DiagGaussian(mu, logvar=logvar)).sum()
+>>> loss.backward()
+>>> encoder.weight.grad.shape
+torch.Size([8, 10])
 
-    idx, dist = gk.knn_kl(gk.DiagGaussian(q_mu, std=q_std),
-                          gk.DiagGaussian(db_mu, std=db_std), k=10)
+Retrieval, the 10 nearest database Gaussians by KL of each of 3 queries:
+
+>>> db_mu, db_std = torch.randn(1000, 16), torch.rand(1000, 16) + 0.5
+>>> q_mu, q_std = db_mu[:3], db_std[:3]
+>>> idx, dist = gk.knn_kl(gk.DiagGaussian(q_mu, std=q_std),
+...                       gk.DiagGaussian(db_mu, std=db_std), k=10)
+>>> idx.shape, idx[:, 0].tolist()      # each query is item 0, 1, 2 of the database: KL 0
+(torch.Size([3, 10]), [0, 1, 2])
 
 Results come back in the caller's framework (torch in, torch out; NumPy in, NumPy out), in
 float32 when every input is float32 and float64 otherwise; arithmetic is in float64. Bad input
@@ -43,17 +78,30 @@ triangular factors); under ``torch.compile`` the operations are torch custom ope
 losses compile with ``fullgraph=True``. CUDA and MPS tensors are computed with the same
 algorithms in torch operations.
 
+Batches of Dask arrays (row chunks of millions of distributions) are computed chunk by chunk on
+Dask's workers by ``gausskl.dask`` (``gk.dask.pairwise_kl``, ``gk.dask.knn_kl``, ``gk.dask.kl``;
+the extra ``pip install "gausskl[dask]"``), imported on first use: ``import gausskl`` does not
+import Dask.
+
 A covariance or precision matrix that is not positive definite is an error unless the operation
 is given ``jitter=EPS`` (every operation takes it): such matrices, and only those, are then
-factored with EPS added to their diagonal, and a ``JitterWarning`` says how many::
+factored with EPS added to their diagonal, and a ``JitterWarning`` says how many:
 
-    kl = gk.pairwise_kl(gk.FullGaussian(mu, covariance=sample_cov), jitter=1e-6)
+>>> import warnings
+>>> sample_cov = np.ones((N, D, D))    # rank 1: not positive definite
+>>> with warnings.catch_warnings(record=True) as caught:
+...     warnings.simplefilter("always")
+...     kl = gk.pairwise_kl(gk.FullGaussian(np.zeros((N, D)), covariance=sample_cov), jitter=1e-6)
+>>> print(caught[0].message)  # doctest: +NORMALIZE_WHITESPACE
+[pairwise_kl] 4 p distribution(s) were not positive definite; factored with 1e-06 added to
+the diagonal (jitter)
 
 ``pairwise_kl`` and ``knn_kl`` take ``tolerance=EPS`` (at most 1e-3), the certified error of each
 result as ``|KL - exact| / (|exact| + 1)`` (default 1e-7 for float32 inputs, 1e-13 for float64;
 from about 1e-5, float32 diagonal inputs may use a faster float kernel), and every operation
 takes ``memory_budget=BYTES``, the most the library may allocate (RuntimeError if too small),
-and ``threads=`` (0: all cores; small calls run on the calling thread).
+``threads=`` (0: all cores; small calls run on the calling thread) and ``torch_path=`` (True:
+torch tensors on the CPU computed with torch operations too).
 """
 
 from gausskl._distributions import DiagGaussian, FullGaussian, Gaussian, LowRankGaussian
@@ -63,6 +111,15 @@ from gausskl._jitter import JitterWarning
 from gausskl._ops import kl, kl_standard_normal, knn_kl, pairwise_kl
 
 __version__ = _library_version()
+
+
+def __getattr__(name):
+    # gk.dask: imported on first use, so that `import gausskl` never imports Dask.
+    if name == "dask":
+        import importlib
+
+        return importlib.import_module("gausskl.dask")
+    raise AttributeError(f"module 'gausskl' has no attribute {name!r}")
 
 __all__ = [
     "DiagGaussian",

@@ -118,3 +118,6 @@ def knn_kl(
     threads: int = 0,
     torch_path: Optional[bool] = None,
 ) -> Tuple[Array, Array]: ...
+
+# gausskl.dask (the extra "gausskl[dask]"), imported on first use of gk.dask.
+from gausskl import dask as dask

@@ -50,6 +50,13 @@ def is_native(x) -> bool:
     return native(x) != 0
 
 
+def is_dask(x) -> bool:
+    """Whether x is a Dask array (without importing Dask: a Dask array means it is imported).
+    Batches keep Dask arrays lazy, as given; gausskl.dask computes them chunk by chunk."""
+    da = sys.modules.get("dask.array")
+    return da is not None and isinstance(x, da.Array)
+
+
 def check_dtypes(cls: str, *arrays):
     """Complex arrays are refused when a batch is made (other dtypes are converted later)."""
     for a in arrays:
@@ -92,8 +99,9 @@ def foreign_namespace(x):
 
 
 def as_array(x, name: str, where: str):
-    """x as a NumPy array or a torch tensor (the two kinds gausskl handles natively)."""
-    if isinstance(x, np.ndarray) or is_torch(x):
+    """x as a NumPy array or a torch tensor (the two kinds gausskl handles natively); a Dask
+    array as it is (never computed here)."""
+    if isinstance(x, np.ndarray) or is_torch(x) or is_dask(x):
         return x
     if hasattr(x, "__dlpack__") and not isinstance(x, (list, tuple)):
         try:

@@ -102,10 +102,13 @@ class Gaussian:
 
     @property
     def batch_shape(self) -> tuple:
+        """The broadcast of the arrays' leading (batch) axes, e.g. ``(N,)``; ``()`` for one
+        distribution."""
         return self._batch
 
     @property
     def event_shape(self) -> tuple:
+        """``(D,)``, as torch.distributions."""
         return (self.d,)
 
     @property
@@ -125,10 +128,12 @@ class Gaussian:
 
     @property
     def is_torch(self) -> bool:
+        """Whether any array is a torch tensor (results are then tensors)."""
         return self._torch
 
     @property
     def device(self) -> str:
+        """The tensors' device, e.g. ``'cpu'`` or ``'cuda:0'``; ``'cpu'`` for NumPy arrays."""
         for a in self._spec[1:]:
             if _arrays.is_torch(a):
                 return str(a.device)
@@ -136,10 +141,12 @@ class Gaussian:
 
     @property
     def requires_grad(self) -> bool:
+        """Whether any array is a tensor with ``requires_grad``."""
         return any(getattr(a, "requires_grad", False) for a in self._spec[1:])
 
     def __repr__(self) -> str:
-        framework = "torch" if self._torch else "numpy"
+        framework = ("torch" if self._torch else
+                     "dask" if any(_arrays.is_dask(a) for a in self._spec[1:]) else "numpy")
         where = f", device={self.device}" if self._torch and self.device != "cpu" else ""
         size = f"N={self.n}" if len(self._batch) <= 1 else f"batch_shape={tuple(self._batch)}"
         return (f"{self._cls}({size}, D={self.d}, {self._describe()}, dtype={self.dtype}, "
@@ -191,14 +198,24 @@ def _expand_scalar(x, like):
 class DiagGaussian(Gaussian):
     """Gaussians with diagonal covariance: ``N(mean_i, diag(sigma_i^2))``.
 
-    ``mean`` is ``[N, D]`` (``[D]`` for one distribution, or any batch axes ``[..., D]``);
-    exactly one of ``std`` (sigma), ``var`` (sigma^2), ``logvar`` (log sigma^2, natural log) or
-    ``precision`` (1 / sigma^2), of the same shape as ``mean`` or broadcasting with it (a
-    scalar is shared by every entry).
+    The arrays are kept as given (no copy); their values are checked by the operations.
 
+    Parameters
+    ----------
+    mean : array (NumPy, torch, any DLPack array, or a nested sequence), float32 or float64
+        ``[N, D]``, ``[D]`` for one distribution, or any batch axes ``[..., D]``.
+    std, var, logvar, precision : array, by keyword, exactly one of them
+        sigma, sigma^2, log sigma^2 (natural log) or 1 / sigma^2, of the shape of ``mean`` or
+        broadcasting with it (a scalar is shared by every entry). A second positional argument
+        is a TypeError that says to give the scale by keyword.
+
+    Examples
+    --------
     >>> import numpy as np, gausskl as gk
     >>> gk.DiagGaussian(np.zeros((4, 3)), std=np.ones((4, 3)))
     DiagGaussian(N=4, D=3, std, dtype=float64, numpy)
+    >>> gk.DiagGaussian([0.0, 1.0], logvar=0.0).batch_shape  # one distribution, a shared logvar
+    ()
     """
 
     family = "diag"
@@ -269,9 +286,25 @@ class FullGaussian(Gaussian):
       blog post's ``exp`` on the diagonal: any finite value gives a valid factor). Never unpacked
       to ``D x D`` where the packed form suffices; gradients flow to it.
 
-    The batch axes of ``mean`` and the matrix broadcast.
+    The batch axes of ``mean`` and the matrix broadcast. The arrays are kept as given (no copy);
+    their values are checked by the operations.
 
+    Parameters
+    ----------
+    mean : array (NumPy, torch, any DLPack array, or a nested sequence), float32 or float64
+        ``[N, D]``, ``[D]`` for one distribution, or any batch axes ``[..., D]``.
+    scale_tril, covariance, precision_matrix, packed_scale_tril : array, by keyword, exactly one
+        As above. A second positional argument is a TypeError that says to give the scale by
+        keyword.
+    log_diagonal : bool, default False
+        ``packed_scale_tril`` only: its diagonal entries are log L_rr.
+
+    Examples
+    --------
     >>> import numpy as np, gausskl as gk
+    >>> L = np.array([[[1.0, 0.0], [0.5, 2.0]]])  # one lower-triangular factor, D = 2
+    >>> gk.FullGaussian(np.zeros((1, 2)), scale_tril=L)
+    FullGaussian(N=1, D=2, scale_tril, dtype=float64, numpy)
     >>> E = np.array([[0.0, 0.5, 0.0]])  # log L_00, L_10, log L_11
     >>> gk.FullGaussian(np.zeros((1, 2)), packed_scale_tril=E, log_diagonal=True)
     FullGaussian(N=1, D=2, packed_scale_tril, log_diagonal, dtype=float64, numpy)
@@ -350,17 +383,36 @@ class FullGaussian(Gaussian):
 class LowRankGaussian(Gaussian):
     """Gaussians with low rank + diagonal covariance: ``N(mean_i, W_i W_i^T + diag(d_i))``.
 
-    ``mean`` ``[N, D]``, ``cov_factor`` W ``[N, D, R]``, ``cov_diag`` d ``[N, D]`` (positive), or
-    ``[D]``, ``[D, R]``, ``[D]`` for one distribution, or any batch axes that broadcast. Never
-    densified: every operation costs O(D R^2) per distribution, not O(D^3).
+    Never densified: every operation costs O(D R^2) per distribution, not O(D^3). The arrays are
+    kept as given (no copy); their values are checked by the operations.
+
+    Parameters
+    ----------
+    mean : array (NumPy, torch, any DLPack array, or a nested sequence), float32 or float64
+        ``[N, D]``, ``[D]`` for one distribution, or any batch axes ``[..., D]``.
+    cov_factor : array, by keyword
+        W, ``[N, D, R]`` (``[D, R]`` for one distribution), batch axes broadcasting with mean's.
+    cov_diag : array, by keyword
+        d, positive, ``[N, D]`` (``[D]``; a scalar is shared by every entry). Both are required,
+        by keyword: a second positional argument is a TypeError that says so.
+
+    Examples
+    --------
+    >>> import numpy as np, gausskl as gk
+    >>> gk.LowRankGaussian(np.zeros((5, 4)), cov_factor=np.ones((5, 4, 2)), cov_diag=1.0)
+    LowRankGaussian(N=5, D=4, R=2, dtype=float64, numpy)
     """
 
     family = "low_rank"
 
-    def __init__(self, mean, *args, cov_factor, cov_diag):
+    def __init__(self, mean, *args, cov_factor=None, cov_diag=None):
         cls = "LowRankGaussian"
         if args:
             _positional(cls, "LowRankGaussian(mean, cov_factor=..., cov_diag=...)")
+        if cov_factor is None or cov_diag is None:
+            missing = " and ".join(k for k, v in (("cov_factor", cov_factor),
+                                                  ("cov_diag", cov_diag)) if v is None)
+            raise TypeError(f"[{cls}] give both cov_factor= and cov_diag=; {missing} missing")
         mean, a, ns = _read(cls, mean, {"cov_factor": cov_factor, "cov_diag": cov_diag})
         ms = mean.shape
         d = ms[-1]
@@ -382,10 +434,12 @@ class LowRankGaussian(Gaussian):
 
     @property
     def cov_factor(self):
+        """W, ``[..., D, R]``, as given."""
         return self._spec[2]
 
     @property
     def cov_diag(self):
+        """d, ``[..., D]``, as given (a scalar broadcast to mean's shape)."""
         return self._spec[3]
 
     @property

@@ -20,7 +20,28 @@ def from_torch(dist):
       (``scale_tril``, ``covariance_matrix`` or ``precision_matrix``).
     * ``LowRankMultivariateNormal``: ``LowRankGaussian(loc, cov_factor=, cov_diag=)``.
 
-    The tensors keep their ``requires_grad``: gausskl results are differentiable in them.
+    The tensors keep their ``requires_grad``: gausskl results are differentiable in them. The
+    operations call this themselves when given such an object.
+
+    Parameters
+    ----------
+    dist : torch.distributions.Distribution
+        One of the four above; any other is a TypeError naming it.
+
+    Returns
+    -------
+    DiagGaussian, FullGaussian or LowRankGaussian
+        Over the distribution's own tensors (their dtype and device), of its batch shape.
+
+    Examples
+    --------
+    >>> import torch, gausskl as gk
+    >>> normal = torch.distributions.Normal(torch.zeros(5, 3), torch.ones(5, 3))
+    >>> gk.from_torch(normal)
+    DiagGaussian(N=5, D=3, std, dtype=float32, torch)
+    >>> mvn = torch.distributions.MultivariateNormal(torch.zeros(3), scale_tril=torch.eye(3))
+    >>> gk.kl(normal, mvn)  # KL(N(0, I) || N(0, I)) for each of the 5 rows
+    tensor([0., 0., 0., 0., 0.])
     """
     import torch
     from torch import distributions as D

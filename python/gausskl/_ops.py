@@ -116,6 +116,9 @@ class _Request:
         """Every array in the common dtype the library reads in place; an all-pairs q batch (p
         without q) contiguous."""
         gs = self.gaussians
+        if any(_arrays.is_dask(a) for g in gs for a in g._spec[1:]):
+            raise TypeError(f"[{self.op}] the distributions hold Dask arrays: use "
+                            f"gausskl.dask.{self.op} (lazy, chunk by chunk), or compute them first")
         k = _arrays.common_kind(a for g in gs for a in g._spec[1:])
         gs = [g._replace([_arrays.converted(a, k) for a in g._spec[1:]]) for g in gs]
         if self.op in ("pairwise_kl", "knn_kl"):
@@ -194,53 +197,121 @@ def _compiled(name):
 
     return getattr(_compile, name)
 
+# The parameters that several operations share, described once: _documented writes them into
+# each operation's docstring, so help() shows every parameter of every operation in full. Each is
+# (the numpydoc header line, or None, and the description, wrapped where it is written in).
+_PARAMETERS = {
+    "jitter": ("jitter : float, default 0", """
+        A covariance or precision matrix that is not positive definite is an error (ValueError);
+        with ``jitter > 0`` each such matrix, and only those, is factored as ``C + jitter * I``
+        instead, results and gradients are those of the jittered matrices, and a
+        ``gausskl.JitterWarning`` says how many distributions of each side needed it. Negative
+        or not finite: ValueError; not a real number: TypeError."""),
+    "tolerance": ("tolerance : float or None, default 0", """
+        The error each result may have, as ``|KL - exact| / (|exact| + 1)`` before rounding to
+        the result's dtype; 0 or None: 1e-7 when every input is float32, 1e-13 otherwise. A
+        guarantee, not an estimate: every entry gets a deterministic error bound, and those whose
+        bound exceeds it are recomputed in the exact per-dimension form. At most 1e-3 (ValueError
+        if larger, negative or NaN; TypeError if not a real number). From about 1e-5 up, float32
+        diagonal inputs may use a faster float kernel."""),
+    "memory_budget_pairs": ("memory_budget : int or None, default 0", """
+        Bytes the library may allocate for the call: the prepared (factored) copies of the
+        inputs, work buffers, and blocks of rows of results in what they leave; 0 or None: no
+        limit (blocks of 128 MiB). Your inputs and the returned arrays are not counted, and
+        results do not depend on it. Too small for the rest and one row: RuntimeError with the
+        library's message (``[pairwise_kl] the memory budget (...) is too small: ...``) before
+        anything is allocated; negative: ValueError; not an int: TypeError."""),
+    "threads": ("threads : int, default 0", """
+        The most worker threads the library may use; 0: one per hardware thread. Small calls
+        run on the calling thread whatever it says, and results do not depend on it. Negative:
+        ValueError; not an int: TypeError."""),
+    "torch_path": ("torch_path : bool or None, default None", """
+        Which code computes torch tensors on the CPU: None, the library unless the environment
+        variable ``GAUSSKL_FORCE_TORCH_PATH`` is set (to anything but 0); True, torch operations
+        (the same algorithms, as for CUDA and MPS tensors, which always take that path); False,
+        the library. NumPy inputs are always the library's. The torch path keeps the library's
+        promise in torch operations: float64 arithmetic (float32 on MPS, default tolerance 1e-7
+        there); all pairs and knn certified to ``tolerance`` (diagonal pairs by the centred GEMM
+        form with a rounding bound per entry, the entries it cannot certify recomputed directly;
+        other families directly) in row blocks sized by ``memory_budget``, with the same
+        errors."""),
+    "framework": (None, """
+        A torch tensor (on the inputs' device) if any input is one, else a NumPy array (for
+        another DLPack framework's arrays with an array namespace, that framework's array);
+        float32 when every input is float32, float64 otherwise. Tensors with ``requires_grad``
+        get gradients through it."""),
+}
 
+
+def _documented(f):
+    """f with each docstring line that is only ``{name}`` replaced by _PARAMETERS[name]: the
+    header at the placeholder's indentation, the description 4 spaces further in (or at the
+    placeholder's, without a header)."""
+    if f.__doc__ is None:  # python -OO
+        return f
+    lines = []
+    for line in f.__doc__.split("\n"):
+        key = line.strip()[1:-1]
+        if line.strip() != "{" + key + "}" or key not in _PARAMETERS:
+            lines.append(line)
+            continue
+        indent = line[:len(line) - len(line.lstrip())]
+        header, text = _PARAMETERS[key]
+        if header is not None:
+            lines.append(indent + header)
+            indent += "    "
+        lines += [indent + part.strip() for part in text.strip().split("\n")]
+    f.__doc__ = "\n".join(lines)
+    return f
+
+
+@_documented
 def kl(p, q, *, jitter: float = 0.0, memory_budget: int | None = 0, threads: int = 0,
        torch_path: bool | None = None):
     """Row-wise KL divergence in nats: ``out[...] = KL(p[...] || q[...])``.
 
-    ``p`` and ``q`` are batches of any family (``DiagGaussian``, ``FullGaussian``,
-    ``LowRankGaussian``, or a supported ``torch.distributions`` object). Their batch shapes
-    broadcast as in torch and NumPy (equal N, or N = 1 on one side paired with every row of the
-    other; a batch ``[B, T]`` with one of ``[T]``, ...), and the result has the broadcast shape:
-    ``[N]`` for batches of N, a 0-d array for two single distributions.
+    Parameters
+    ----------
+    p, q : DiagGaussian, FullGaussian, LowRankGaussian, or a torch.distributions object
+        Batches of any families (``Normal``, ``Independent(Normal, r)``, ``MultivariateNormal``
+        and ``LowRankMultivariateNormal`` are read by ``from_torch``). Their batch shapes
+        broadcast as in torch and NumPy: equal N, N = 1 on one side paired with every row of
+        the other, a batch ``[B, T]`` with one of ``[T]``, ...
+    {jitter}
+    memory_budget : int or None, default 0
+        Bytes the library may allocate for the call, here its row-wise work (a double per row,
+        per-thread scratch); 0 or None: no limit. Your inputs and the returned array are not
+        counted, and results do not depend on it; with gradients it bounds the forward pass
+        only. Too small: RuntimeError with the library's message (``[kl] the memory budget
+        (...) is too small: the row-wise work takes ...``) before anything is allocated;
+        negative: ValueError; not an int: TypeError.
+    {threads}
+    {torch_path}
 
-    Returns a NumPy array for NumPy inputs and a torch tensor if any input is one (on its
-    device), in float32 when every input is float32 and float64 otherwise; tensors with
-    ``requires_grad`` get gradients.
+    Returns
+    -------
+    numpy.ndarray or torch.Tensor
+        KL(p || q) of the broadcast batch shape: ``[N]`` for batches of N, 0-d for two single
+        distributions.
+        {framework}
 
-    ``jitter`` (>= 0, default 0): a covariance or precision matrix that is not positive definite
-    is an error; with ``jitter > 0`` it is factored with ``jitter`` added to its diagonal instead
-    (``C + jitter * I``; only such matrices), results and gradients are those of the jittered
-    matrices, and a ``gausskl.JitterWarning`` says how many distributions of each side needed it.
-
-    ``memory_budget`` (bytes, an int; default 0 or None: no limit): the most the library may
-    allocate for the call, here its row-wise work (a double per row, per-thread scratch); your
-    inputs and the returned array are not counted, and results do not depend on it. A budget
-    too small raises RuntimeError with the library's message (``[kl] the memory budget (...)
-    is too small: the row-wise work takes ...``) before anything is allocated; a negative one
-    is a ValueError, anything but an int a TypeError.
-
-    ``threads`` (default 0: all cores): the most worker threads; small calls run on the calling
-    thread whatever it says. Results do not depend on it.
-
-    ``torch_path`` (default None: by device): True computes torch tensors with torch operations
-    even on the CPU, as CUDA and MPS tensors always are (``GAUSSKL_FORCE_TORCH_PATH=1`` does the
-    same for every call). There ``memory_budget`` is checked by the library's rules, then
-    ignored: torch allocates as it does. With gradients on the library path it bounds the
-    forward only.
-
+    Examples
+    --------
     >>> import numpy as np, gausskl as gk
     >>> p = gk.DiagGaussian(np.zeros(2), std=np.ones(2))
     >>> q = gk.DiagGaussian(np.ones(2), std=np.full(2, 2.0))
     >>> gk.kl(p, q).round(6)  # 2 * (1/4 + 1/4 - 1 + 2 log 2) / 2
     np.float64(0.886294)
+    >>> p3 = gk.DiagGaussian(np.zeros((3, 2), np.float32), std=np.ones((3, 2), np.float32))
+    >>> gk.kl(p3, p3)  # three pairs; float32 in, float32 out
+    array([0., 0., 0.], dtype=float32)
     """
     if p.__class__ not in _GAUSSIANS:
         p = _as_gaussian("kl", "p", p)
     if q.__class__ not in _GAUSSIANS:
         q = _as_gaussian("kl", "q", q)
-    if jitter.__class__ is not float or jitter or memory_budget or threads:
+    if (jitter.__class__ is not float or jitter or memory_budget or threads
+            or threads.__class__ is not int):
         jitter, memory_budget, threads = _options.common("kl", jitter, memory_budget, threads)
     else:
         memory_budget = 0
@@ -258,23 +329,56 @@ def kl(p, q, *, jitter: float = 0.0, memory_budget: int | None = 0, threads: int
     return out
 
 
+@_documented
 def kl_standard_normal(p, *, jitter: float = 0.0, memory_budget: int | None = 0,
                        threads: int = 0, torch_path: bool | None = None):
     """``out[...] = KL(p[...] || N(0, I))`` in nats, of p's batch shape: the prior term of a VAE.
 
-    ``jitter``, ``memory_budget``, ``threads`` and ``torch_path`` as in ``kl`` (a budget too
-    small gives ``[kl_standard_normal] the memory budget (...) is too small: the row-wise work
-    takes ...``). Results in p's framework, float32 for float32 inputs, float64 otherwise;
-    gradients flow to tensors with ``requires_grad``.
+    Parameters
+    ----------
+    p : DiagGaussian, FullGaussian, LowRankGaussian, or a torch.distributions object
+        A batch of any family (torch.distributions objects are read by ``from_torch``).
+    {jitter}
+    memory_budget : int or None, default 0
+        Bytes the library may allocate for the call, here its row-wise work; 0 or None: no
+        limit. Your inputs and the returned array are not counted, and results do not depend
+        on it; with gradients it bounds the forward pass only. Too small: RuntimeError
+        (``[kl_standard_normal] the memory budget (...) is too small: the row-wise work takes
+        ...``) before anything is allocated; negative: ValueError; not an int: TypeError.
+    {threads}
+    {torch_path}
 
-    A VAE loss with an encoder giving ``mu, logvar: [B, D]`` (torch; gradients flow)::
+    Returns
+    -------
+    numpy.ndarray or torch.Tensor
+        KL(p || N(0, I)) of p's batch shape (``[N]``, or 0-d for one distribution).
+        {framework}
 
-        recon = torch.nn.functional.mse_loss(decoder(z), x, reduction="sum")
-        loss = recon + gk.kl_standard_normal(gk.DiagGaussian(mu, logvar=logvar)).sum()
+    Examples
+    --------
+    >>> import numpy as np, gausskl as gk
+    >>> p = gk.DiagGaussian(np.array([[0.0, 0.0], [1.0, 2.0]]), logvar=np.zeros((2, 2)))
+    >>> gk.kl_standard_normal(p)  # |mean|^2 / 2 with unit variances
+    array([0. , 2.5])
+
+    A VAE's prior term in a loss (torch): the encoder gives ``mu, logvar: [B, D]``, and the
+    gradients reach its weights:
+
+    >>> import torch
+    >>> _ = torch.manual_seed(0)
+    >>> encoder = torch.nn.Linear(10, 2 * 4)  # x [B, 10] -> mu, logvar [B, 4]
+    >>> mu, logvar = encoder(torch.rand(16, 10)).chunk(2, dim=1)
+    >>> prior = gk.kl_standard_normal(gk.DiagGaussian(mu, logvar=logvar))
+    >>> prior.shape, prior.dtype
+    (torch.Size([16]), torch.float32)
+    >>> prior.sum().backward()
+    >>> encoder.weight.grad.shape
+    torch.Size([8, 10])
     """
     if p.__class__ not in _GAUSSIANS:
         p = _as_gaussian("kl_standard_normal", "p", p)
-    if jitter.__class__ is not float or jitter or memory_budget or threads:
+    if (jitter.__class__ is not float or jitter or memory_budget or threads
+            or threads.__class__ is not int):
         jitter, memory_budget, threads = _options.common("kl_standard_normal", jitter,
                                                          memory_budget, threads)
     else:
@@ -293,49 +397,64 @@ def kl_standard_normal(p, *, jitter: float = 0.0, memory_budget: int | None = 0,
     return out
 
 
+@_documented
 def pairwise_kl(p, q=None, *, jitter: float = 0.0, tolerance: float | None = 0.0,
                 memory_budget: int | None = 0, threads: int = 0, torch_path: bool | None = None):
-    """All pairs: ``out[i, j] = KL(p_i || q_j)`` in nats, shape ``[N, M]`` (for batch shapes
-    ``p.batch_shape + q.batch_shape``); without ``q``, ``q = p`` and the diagonal is exactly 0.
+    """All pairs: ``out[i, j] = KL(p_i || q_j)`` in nats; without ``q``, ``q = p`` and the
+    diagonal is exactly 0.
 
-    Memory is O(N M) plus the factored q: no ``[N, M, D]`` intermediate. Results in the
-    inputs' framework (torch tensors if any input is one), float32 when every input is float32
-    and float64 otherwise. Gradients: diagonal pairs by the library (GEMM-shaped, no
-    ``[N, M, D]``), other families through torch operations on the same algorithm.
+    Memory is O(N M) plus the factored q: no ``[N, M, D]`` intermediate. Gradients: diagonal
+    pairs by the library (GEMM-shaped, no ``[N, M, D]``), other families through torch
+    operations on the same algorithm.
 
-    ``jitter``, ``threads`` and ``torch_path`` as in ``kl``.
+    Parameters
+    ----------
+    p : DiagGaussian, FullGaussian, LowRankGaussian, or a torch.distributions object
+        The rows: N distributions (any batch shape), any family.
+    q : the same, or None (default)
+        The columns: M distributions, any family; None: q = p.
+    {jitter}
+    {tolerance}
+    {memory_budget_pairs}
+    {threads}
+    {torch_path}
 
-    ``tolerance`` (default 0 or None: the library's default): the error each result may have,
-    as ``|KL - exact| / (|exact| + 1)`` before rounding to the result's dtype. It is a
-    guarantee, not an estimate: every entry gets a deterministic error bound, and those whose
-    bound exceeds it are recomputed in the exact per-dimension form. The default is 1e-7 when
-    every input is float32 and 1e-13 otherwise; the most is 1e-3 (ValueError if larger,
-    negative or NaN; TypeError if not a real number). From about 1e-5 up, float32 diagonal
-    inputs may use a faster float kernel.
+    Returns
+    -------
+    numpy.ndarray or torch.Tensor
+        ``[N, M]``: KL(p_i || q_j) at ``[i, j]``; for batch shapes, ``p.batch_shape +
+        q.batch_shape``.
+        {framework}
 
-    ``memory_budget`` (bytes, an int; default 0 or None: no limit): the most the library may
-    allocate for the call: the prepared (factored) copies of the inputs, work buffers, and
-    blocks of rows of results in what they leave (without a budget, blocks of 128 MiB). Your
-    inputs and the returned array are not counted, and results do not depend on it. A budget
-    too small for the rest and one row raises RuntimeError with the library's message
-    (``[pairwise_kl] the memory budget (...) is too small: ...``) before anything is allocated;
-    a negative one is a ValueError, anything but an int a TypeError.
+    Examples
+    --------
+    >>> import numpy as np, gausskl as gk
+    >>> mean = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 2.0]])
+    >>> std = np.array([[1.0, 1.0], [1.0, 1.0], [2.0, 0.5]])
+    >>> gk.pairwise_kl(gk.DiagGaussian(mean, std=std))  # q = p
+    array([[0.   , 0.5  , 9.125],
+           [0.5  , 0.   , 9.25 ],
+           [3.125, 3.625, 0.   ]])
 
-    On the torch path (CUDA and MPS tensors, ``torch_path=True``, GAUSSKL_FORCE_TORCH_PATH=1)
-    ``tolerance`` and ``memory_budget`` are checked by the library's rules, then ignored: that
-    path computes in float64 (float32 on MPS) with the centred GEMM form, which has no
-    per-entry error bound.
+    Seed 000, a PyTorch forum question: the ``[B, B]`` matrix of KL between every pair of B
+    diagonal Gaussians (``mu, std: [B, H]``), which the thread computes by broadcasting to
+    ``[B, B, H]``; here in one call that never forms ``[B, B, H]``:
 
-    The forum's pairwise KL of diagonal Gaussians (``mu, std: [B, H]``), as one line::
-
-        kl = gk.pairwise_kl(gk.DiagGaussian(mu, std=std))       # [B, B], no [B, B, H]
+    >>> import torch
+    >>> _ = torch.manual_seed(0)
+    >>> B, H = 64, 32
+    >>> mu, std = torch.randn(B, H), torch.rand(B, H) + 0.5
+    >>> kl = gk.pairwise_kl(gk.DiagGaussian(mu, std=std))
+    >>> kl.shape, kl.dtype, bool((kl.diagonal() == 0).all())
+    (torch.Size([64, 64]), torch.float32, True)
     """
     op = "pairwise_kl"
     if p.__class__ not in _GAUSSIANS:
         p = _as_gaussian(op, "p", p)
     if q is not None and q.__class__ not in _GAUSSIANS:
         q = _as_gaussian(op, "q", q)
-    if jitter.__class__ is not float or jitter or memory_budget or threads:
+    if (jitter.__class__ is not float or jitter or memory_budget or threads
+            or threads.__class__ is not int):
         jitter, memory_budget, threads = _options.common(op, jitter, memory_budget, threads)
     else:
         memory_budget = 0
@@ -356,40 +475,81 @@ def pairwise_kl(p, q=None, *, jitter: float = 0.0, tolerance: float | None = 0.0
     return out
 
 
+@_documented
 def knn_kl(p, q=None, *, k: int, exclude_self: bool = False, jitter: float = 0.0,
            tolerance: float | None = 0.0, memory_budget: int | None = 0, threads: int = 0,
            torch_path: bool | None = None):
     """Nearest neighbours by KL: for each ``p_i``, the ``k`` smallest ``KL(p_i || q_j)``,
-    ascending, ties to the lower ``j``. Returns ``(indices, kl)``, each ``[N, k]`` (for a batch
-    shape of p, ``p.batch_shape + (k,)``), indices int64 into q's batch (in C order when it has
-    several axes), values as in ``pairwise_kl``. Without ``q``, ``q = p``; ``exclude_self=True``
-    then leaves out ``j == i``. The ``[N, M]`` matrix is never kept.
+    ascending, ties to the lower ``j``. The ``[N, M]`` matrix is never kept. Tensors with
+    ``requires_grad`` get gradients of the values (through the pairs chosen).
 
-    ``jitter``, ``threads`` and ``torch_path`` as in ``kl``; ``memory_budget`` as in
-    ``pairwise_kl`` (blocks of rows of the matrix and their best k).
+    Parameters
+    ----------
+    p : DiagGaussian, FullGaussian, LowRankGaussian, or a torch.distributions object
+        The queries: N distributions (any batch shape), any family.
+    q : the same, or None (default)
+        The database: M distributions, any family; None: q = p.
+    k : int
+        How many neighbours per query, 1 <= k <= M (M - 1 with ``exclude_self``); ValueError
+        outside, TypeError if not an int.
+    exclude_self : bool, default False
+        Without q only: leave out ``j == i`` (each distribution's own zero).
+    {jitter}
+    tolerance : float or None, default 0
+        The error of the screening pass: every candidate that could rank in the first ``k``
+        within it is re-scored with the exact pair formula, so the values and order returned do
+        not depend on it, only the speed does. The rules of ``pairwise_kl``'s ``tolerance``.
+    {memory_budget_pairs}
+    {threads}
+    {torch_path}
 
-    ``tolerance`` (default 0 or None: the library's default) is the error of the screening pass:
-    every candidate that could rank in the first ``k`` within it is re-scored with the exact
-    pair formula, so the values and order returned do not depend on it, only the speed does.
-    Its rules are those of ``pairwise_kl``.
+    Returns
+    -------
+    (indices, kl) : tuple of two numpy.ndarray or torch.Tensor
+        Each ``[N, k]`` (for a batch shape of p, ``p.batch_shape + (k,)``). ``indices`` is int64,
+        into q's batch (in C order when it has several axes); ``kl`` the values, ascending along
+        each row.
+        {framework}
 
-    Tensors with ``requires_grad`` get gradients of the values (through the pairs chosen).
+    Examples
+    --------
+    >>> import numpy as np, gausskl as gk
+    >>> mean = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 2.0]])
+    >>> std = np.array([[1.0, 1.0], [1.0, 1.0], [2.0, 0.5]])
+    >>> idx, dist = gk.knn_kl(gk.DiagGaussian(mean, std=std), k=2, exclude_self=True)
+    >>> idx
+    array([[1, 2],
+           [0, 2],
+           [0, 1]], dtype=int64)
+    >>> dist
+    array([[0.5  , 9.125],
+           [0.5  , 9.25 ],
+           [3.125, 3.625]])
 
-    Retrieval, "the 10 nearest Gaussians by KL" of each query among a database::
+    Retrieval: the 10 database Gaussians nearest by KL to each of 3 queries (here the first 3
+    items of the database, slightly moved, which find themselves first):
 
-        idx, dist = gk.knn_kl(gk.DiagGaussian(q_mu, std=q_std), gk.DiagGaussian(db_mu, std=db_std), k=10)
+    >>> rng = np.random.default_rng(0)
+    >>> db_mu, db_std = rng.normal(size=(1000, 16)), rng.uniform(0.5, 2.0, size=(1000, 16))
+    >>> q_mu, q_std = db_mu[:3] + 0.01, db_std[:3]
+    >>> idx, dist = gk.knn_kl(gk.DiagGaussian(q_mu, std=q_std), gk.DiagGaussian(db_mu, std=db_std),
+    ...                       k=10)
+    >>> idx.shape, idx.dtype, dist.dtype, idx[:, 0]
+    ((3, 10), dtype('int64'), dtype('float64'), array([0, 1, 2], dtype=int64))
     """
     op = "knn_kl"
     if p.__class__ not in _GAUSSIANS:
         p = _as_gaussian(op, "p", p)
     if q is not None and q.__class__ not in _GAUSSIANS:
         q = _as_gaussian(op, "q", q)
-    if jitter.__class__ is not float or jitter or memory_budget or threads:
+    if (jitter.__class__ is not float or jitter or memory_budget or threads
+            or threads.__class__ is not int):
         jitter, memory_budget, threads = _options.common(op, jitter, memory_budget, threads)
     else:
         memory_budget = 0
     if tolerance.__class__ is not float or tolerance:
         tolerance = _options.tolerance(op, tolerance)
+    k = _options.integer(op, "k", k, _options.INT64_MAX, "2^63 - 1")
     exclude_self = bool(exclude_self)
     request = _Request(op, p, q, threads=threads, jitter=jitter, budget=memory_budget,
                        torch_path=torch_path, tolerance=tolerance, k=k,

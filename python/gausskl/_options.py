@@ -18,6 +18,7 @@ import numpy as np
 from gausskl import _ext
 
 INT64_MAX = (1 << 63) - 1
+INT_MAX = (1 << 31) - 1
 
 
 def tolerance(op: str, value) -> float:
@@ -47,18 +48,34 @@ def memory_budget(op: str, value) -> int:
     return value
 
 
+def integer(op: str, name: str, value, most: int, most_text: str, ranged: str = "") -> int:
+    """value as an int: TypeError unless an integer (bool is not one), ValueError above most
+    (what the extension's C++ type holds), naming it `ranged` (default: name) as the library
+    names it in its range errors; the rest of the range is the library's to check."""
+    if isinstance(value, bool):
+        raise TypeError(f"[{op}] {name} must be an int, found bool")
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise TypeError(f"[{op}] {name} must be an int, found {type(value).__name__}") from None
+    if value > most:
+        raise ValueError(f"[{op}] {ranged or name} must be at most {most_text}, found {value}")
+    return value
+
+
 def common(op: str, jitter, memory_budget_, threads):
     """The keywords every operation takes, as the extension passes them: (jitter as a float,
     the budget as an int, threads as an int). Types here; ranges are the library's."""
     if not isinstance(jitter, numbers.Real):
         raise TypeError(f"[{op}] jitter must be a real number, found {type(jitter).__name__}")
-    return float(jitter), memory_budget(op, memory_budget_), operator.index(threads)
+    return (float(jitter), memory_budget(op, memory_budget_),
+            integer(op, "threads", threads, INT_MAX, "2^31 - 1", "options.threads"))
 
 
 def check_torch_path(op: str, jitter, tolerance_: float = 0.0, budget: int = 0) -> None:
     """The library's rules for the options, in its order (src/core/ops.cpp check_options: the
-    jitter, the tolerance, the budget), on the torch path, which then ignores the tolerance and
-    the budget: it has no certified error bounds and allocates as torch does."""
+    jitter, the tolerance, the budget), on the torch path (which then certifies all-pairs
+    results within the tolerance and sizes its blocks by the budget, gausskl._torch_path)."""
     from gausskl._torch_path import check_jitter, show
 
     check_jitter(op, jitter)

@@ -4,10 +4,12 @@ and for gradients (every function here is differentiable by torch.autograd).
 * Validation: the library's rules and messages ("[op] what, where"), checked with torch ops.
 * Row-wise KL: per pair, the diagonal/diagonal case in the expm1 form (exactly 0 at p = q);
   otherwise through triangular solves, Woodbury for low rank (never densified).
-* Pairwise KL: the centred GEMM form of DESIGN section 2 (means translated by a common vector
-  first; KL does not change). Diagonal pairs: one GEMM with K = 2D. Other pairs: K = D^2 (vec of
-  S_i + mu_i mu_i' against vec of P_j). Never an [N, M, D] intermediate.
-* knn: pairwise blocks of rows, each sorted stably (ties to the lower j) and cut to k.
+* Pairwise KL, certified as the library's (tolerance, memory_budget): diagonal pairs by the
+  centred GEMM form of DESIGN section 2 with its rounding bound alongside, the entries whose
+  bound is too wide recomputed by the direct form; other families by the direct form for every
+  pair. In row blocks within the budget; never an [N, M, D] intermediate (_Pairs).
+* knn: the certified blocks, candidates re-scored by the direct form, each row sorted stably
+  (ties to the lower j) and cut to k.
 * Batch shapes: every batch is flattened to one axis of N rows (expand and reshape, so gradients
   flow back to the arrays as given), and results take the broadcast batch shape.
 * Jitter: as in the library, a covariance or precision matrix whose Cholesky fails is factored
@@ -28,6 +30,11 @@ from gausskl._jitter import HINT
 
 # Rows of p per pairwise block in knn_kl: the block is [rows, M], kept under this many bytes.
 KNN_BLOCK_BYTES = 64 << 20
+# Without a memory budget, all-pairs blocks of rows of this many bytes, as the library's
+# (src/core/ops.cpp kDefaultBlockBytes).
+DEFAULT_BLOCK_BYTES = 128 << 20
+# The direct form's pairs are recomputed in chunks of at most this many bytes of temporaries.
+DIRECT_CHUNK_BYTES = 16 << 20
 
 MIN_VARIANCE = 1e-300
 MAX_VARIANCE = 1e300
@@ -382,7 +389,46 @@ def _pair_rowwise(P: Side, Q: Side | None) -> torch.Tensor:
     if P.F is not None:
         tr = tr + Q.quad(P.F)
     maha = Q.quad(diff[..., None])
-    return _overflowed_to_inf(0.5 * (tr + maha - P.d + Q.logdet - P.logdet))
+    two = tr + maha - P.d + Q.logdet - P.logdet
+    if P.kind == "low_rank" and Q.kind == "low_rank":
+        # Near-duplicates: the terms cancel to round-off (a KL of 1e-16 from terms of ~D); such
+        # rows are computed again from the difference of the two distributions.
+        with torch.no_grad():
+            scale = (tr.abs() + maha.abs() + P.d + Q.logdet.abs() + P.logdet.abs()).detach()
+            near = torch.nonzero(two.detach() < NEAR_DUPLICATE * scale)[:, 0]
+        if near.numel():
+            two = two.index_put((near,), _low_rank_difference(P, Q, near).to(two.dtype))
+    # KL >= 0: a negative value is round-off of near-equal terms.
+    return _overflowed_to_inf(torch.clamp_min(0.5 * two, 0.0))
+
+
+# A low-rank pair whose 2 KL is below this fraction of the magnitude of its terms has lost more
+# than 6 of its digits to cancellation: _low_rank_difference computes it instead.
+NEAR_DUPLICATE = 1e-6
+
+
+def _low_rank_difference(P: Side, Q: Side, rows: torch.Tensor) -> torch.Tensor:
+    """2 KL(p || q) of low-rank rows from their difference, which does not cancel: with
+    S_q = D_q + W_q W_q' = L L' and Delta = S_p - S_q = (D_p - D_q) + (A E' + E A') / 2,
+    E = W_p - W_q, A = W_p + W_q (each entry small when p ~ q), the eigenvalues l of
+    L^-1 Delta L^-T give 2 KL = sum (l - log(1 + l)) + |L^-1 (mu_p - mu_q)|^2, with
+    l - log(1 + l) by its series where l is small. Dense D x D, for the few rows that need it."""
+    wp, wq, dp, dq = P.W[rows], Q.W[rows], P.Dg[rows], Q.Dg[rows]
+    e, a = wp - wq, wp + wq
+    delta = torch.diag_embed(dp - dq) + 0.5 * (a @ e.transpose(-1, -2) + e @ a.transpose(-1, -2))
+    chol = torch.linalg.cholesky(torch.diag_embed(dq) + wq @ wq.transpose(-1, -2))
+    x = torch.linalg.solve_triangular(chol, delta, upper=False)
+    s = torch.linalg.solve_triangular(chol, x.transpose(-1, -2), upper=False)
+    lam = torch.linalg.eigvalsh(0.5 * (s + s.transpose(-1, -2)))
+    small = lam.abs() < 1e-2
+    ls = torch.where(small, lam, torch.zeros_like(lam))
+    # l^2/2 - l^3/3 + ... - l^9/9: the first omitted term is below 1e-16 of l^2 / 2 here.
+    series = sum(((-1) ** k) * ls ** k / k for k in range(2, 10))
+    direct = lam - torch.log1p(torch.where(small, torch.zeros_like(lam), lam))
+    f = torch.where(small, series, direct)
+    diff = (P.mean[rows] - Q.mean[rows])[..., None]
+    y = torch.linalg.solve_triangular(chol, diff, upper=False)
+    return f.sum(-1) + (y * y).sum((-2, -1))
 
 
 def _overflowed_to_inf(kl: torch.Tensor) -> torch.Tensor:
@@ -470,7 +516,7 @@ def run(request):
         check_same_d(op, p, q)
     m_batch = p._batch if q is None else q._batch
     if op == "pairwise_kl":
-        out = pairwise(op, fp, fq, out_dtype, jitter)
+        out = pairwise(op, fp, fq, out_dtype, jitter, request.tolerance, request.budget)
         return out.reshape(*p._batch, *m_batch)
     k, exclude_self = request.k, request.exclude_self
     if fq is not None and exclude_self:
@@ -479,7 +525,8 @@ def run(request):
     max_k = m - 1 if exclude_self else m
     if not (1 <= k <= max_k):
         fail(op, f"k = {k} must be between 1 and {'M - 1 = ' if exclude_self else 'M = '}{max_k}")
-    indices, values = knn(op, fp, fq, k, exclude_self, out_dtype, jitter)
+    indices, values = knn(op, fp, fq, k, exclude_self, out_dtype, jitter, request.tolerance,
+                         request.budget)
     return indices.reshape(*p._batch, k), values.reshape(*p._batch, k)
 
 
@@ -489,63 +536,214 @@ def rowwise(op: str, p, q, out_dtype: torch.dtype, jitter) -> torch.Tensor:
     return _pair_rowwise(P, Q).to(out_dtype)
 
 
-class _PairwiseForm:
-    """The centred GEMM form: 2 KL_ij = left_i . right_j + c_j - s_i (see DESIGN section 2)."""
+def default_tolerance(input_dtype: torch.dtype, dtype: torch.dtype) -> float:
+    """The library's default certified error: 1e-7 for float32 inputs, 1e-13 otherwise; 1e-7
+    where the device computes in float32 (MPS)."""
+    return 1e-13 if input_dtype == torch.float64 and dtype == torch.float64 else 1e-7
 
-    def __init__(self, P: Side, Q: Side):
-        centre = Q.mean.detach().mean(0, keepdim=True)
-        mu, nu = P.mean - centre, Q.mean - centre
-        d = P.d
-        if P.family == "diag" and Q.family == "diag":
+
+def _pair_bytes(P: Side, Q: Side) -> int:
+    """Bytes a pair's direct form takes at once (its batch of solves), for the budget."""
+    d = P.d
+    if P.family == "diag" and Q.family == "diag":  # 8 gathered rows, 6 temporaries
+        return 8 * 14 * d
+    r = max((x.W.shape[-1] for x in (P, Q) if x.kind == "low_rank"), default=0)
+    return 8 * 8 * (d * d + d * r + d)
+
+
+def _take(S: Side, index: torch.Tensor) -> Side:
+    """The distributions of S at `index` (a 1-d tensor of rows), as a Side of len(index) rows."""
+    out = object.__new__(Side)
+    vars(out).update(vars(S))
+    n = S.mean.shape[0]
+    for name, t in vars(S).items():
+        if isinstance(t, torch.Tensor) and t.dim() >= 1 and t.shape[0] == n:
+            setattr(out, name, t[index])
+    return out
+
+
+class _Pairs:
+    """All pairs KL(p_i || q_j), certified entry by entry (tolerance as the library's
+    Options::tolerance, |KL - exact| / (|exact| + 1)), in row blocks within the memory budget.
+
+    Diagonal pairs: the centred GEMM form of DESIGN section 2, 2 KL_ij = left_i . right_j + c_j
+    - s_i, with its rounding bound computed alongside from the absolute values of the same terms
+    (a second GEMM); entries whose bound exceeds the tolerance are recomputed by the direct form
+    (the expm1 form of _pair_rowwise), in chunks of pairs. Other families: the direct form for
+    every pair (triangular solves, Woodbury), whose error follows the factors' conditioning rather
+    than a bound the GEMM form could certify. Never an [N, M, D] intermediate; never negative;
+    KL(p_i || p_i) exactly 0 without q."""
+
+    def __init__(self, op: str, P: Side, Q: Side, self_pairs: bool, tolerance: float,
+                 budget: int, input_dtype: torch.dtype):
+        self.op, self.P, self.Q, self.self_pairs = op, P, Q, self_pairs
+        dtype = P.mean.dtype
+        self.tol = tolerance if tolerance > 0 else default_tolerance(input_dtype, dtype)
+        self.diag = P.family == "diag" and Q.family == "diag"
+        self.n, self.m, d = P.mean.shape[0], Q.mean.shape[0], P.d
+        fixed = 0
+        if self.diag:
+            centre = Q.mean.detach().mean(0, keepdim=True)
+            mu, nu = P.mean - centre, Q.mean - centre
             lam = 1.0 / Q.v
             self.left = torch.cat([P.v + mu * mu, mu], 1)
             self.right = torch.cat([lam, -2.0 * nu * lam], 1)
             self.c = (nu * nu * lam).sum(-1) + Q.logv.sum(-1)
             self.s = P.logv.sum(-1) + d
+            with torch.no_grad():
+                # |2 KL~ - 2 KL| <= gamma (|left| . |right| + sum |c's terms| + sum |s's terms|):
+                # K = 2D products summed with c_j and s_i, each term within a few roundings of
+                # its exact value (v, 1 / v, the squares); gamma = (2D + D + 16) u covers them.
+                self.abs_left = self.left.detach().abs()
+                self.abs_right = self.right.detach().abs()
+                self.abs_c = (nu * nu * lam).detach().abs().sum(-1) + Q.logv.detach().abs().sum(-1)
+                self.abs_s = P.logv.detach().abs().sum(-1) + d
+                self.gamma = (3 * d + 16) * torch.finfo(dtype).eps / 2
+            fixed = 8 * 2 * (self.n + self.m) * 2 * d
+        # Per row of results: the values, their bound, the mask and the direct chunk's rows.
+        self.row_bytes = 8 * 4 * max(self.m, 1)
+        self.pair_bytes = _pair_bytes(P, Q)
+        need = fixed + self.row_bytes + self.pair_bytes
+        if budget and budget < need:
+            raise RuntimeError(
+                f"[{op}] the memory budget ({_show_bytes(budget)}) is too small: the torch "
+                f"path's operands take {_show_bytes(fixed)}, and each row of results "
+                f"{_show_bytes(self.row_bytes)} more")
+        left = (budget if budget else DEFAULT_BLOCK_BYTES) - fixed
+        self.rows = max(1, min(self.n, left // self.row_bytes))
+        self.pairs_per_chunk = max(1, min(left, DIRECT_CHUNK_BYTES) // self.pair_bytes)
+
+    def direct(self, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
+        """KL(p_rows[k] || q_cols[k]) by the direct form, in chunks within the budget."""
+        out = []
+        for k0 in range(0, rows.numel(), self.pairs_per_chunk):
+            i, j = rows[k0:k0 + self.pairs_per_chunk], cols[k0:k0 + self.pairs_per_chunk]
+            kl = _pair_rowwise(_take(self.P, i), _take(self.Q, j))
+            out.append(torch.clamp_min(kl, 0.0))
+        return torch.cat(out) if out else self.P.mean.new_zeros(0)
+
+    def block(self, i0: int, i1: int, with_error: bool = False):
+        """Rows [i0, i1) of the matrix, each entry within the tolerance (with_error: and the
+        certified bound of each entry, 0 where the direct form computed it)."""
+        rows_n = i1 - i0
+        dev = self.P.mean.device
+        if self.diag:
+            two = self.left[i0:i1] @ self.right.T + self.c[None, :] - self.s[i0:i1, None]
+            kl = _overflowed_to_inf(torch.clamp_min(0.5 * two, 0.0))
+            with torch.no_grad():
+                err = 0.5 * self.gamma * (self.abs_left[i0:i1] @ self.abs_right.T
+                                          + self.abs_c[None, :] + self.abs_s[i0:i1, None])
+                low = torch.clamp_min(kl.detach() - err, 0.0)
+                redo = ~(err <= self.tol * (low + 1))
+                if self.self_pairs:
+                    redo = redo & ~self._own(i0, i1)
+                bad = torch.nonzero(redo)
+            if bad.numel():
+                exact = self.direct(bad[:, 0] + i0, bad[:, 1])
+                kl = kl.index_put((bad[:, 0], bad[:, 1]), exact.to(kl.dtype))
+                err = err.index_put((bad[:, 0], bad[:, 1]), torch.zeros((), dtype=err.dtype,
+                                                                       device=dev))
         else:
-            G = P.covariance_dense() + mu[:, :, None] * mu[:, None, :]
-            Pm = Q.precision_dense()
-            Pnu = (Pm @ nu[..., None])[..., 0]
-            self.left = torch.cat([G.reshape(G.shape[0], -1), mu], 1)
-            self.right = torch.cat([Pm.reshape(Pm.shape[0], -1), -2.0 * Pnu], 1)
-            self.c = (nu * Pnu).sum(-1) + Q.logdet
-            self.s = P.logdet + d
+            ii = torch.arange(i0, i1, device=dev).repeat_interleave(self.m)
+            jj = torch.arange(self.m, device=dev).repeat(rows_n)
+            kl = self.direct(ii, jj).reshape(rows_n, self.m)
+            err = torch.zeros_like(kl, dtype=kl.dtype).detach()
+        if self.self_pairs:  # KL(p_i || p_i) = 0 exactly, as in the library
+            kl = torch.where(self._own(i0, i1), torch.zeros((), dtype=kl.dtype, device=dev), kl)
+        return (kl, err) if with_error else kl
 
-    def block(self, i0: int, i1: int) -> torch.Tensor:
-        two = self.left[i0:i1] @ self.right.T + self.c[None, :] - self.s[i0:i1, None]
-        # KL >= 0; a negative value is round-off of the expansion, at most a few ulps of the
-        # expanded terms (tests compare this path with the library's direct form).
-        return _overflowed_to_inf(torch.clamp_min(0.5 * two, 0.0))
+    def _own(self, i0: int, i1: int) -> torch.Tensor:
+        """[i1 - i0, M] mask of the entries (i, i) among rows [i0, i1), without q."""
+        dev = self.P.mean.device
+        return (torch.arange(i0, i1, device=dev)[:, None]
+                == torch.arange(self.m, device=dev)[None, :])
 
 
-def pairwise(op: str, p, q, out_dtype: torch.dtype, jitter) -> torch.Tensor:
-    """All pairs of flat, validated batches (q None: q = p)."""
+def _input_dtype(p, q) -> torch.dtype:
+    """float32 when every array of p and q is, float64 otherwise (the library's rule)."""
+    arrays = list(p.arrays.values()) + ([] if q is None else list(q.arrays.values()))
+    f32 = all(a.dtype == torch.float32 for a in arrays)
+    return torch.float32 if f32 else torch.float64
+
+
+def _show_bytes(n: int) -> str:
+    """Bytes as the library prints them (detail::show_bytes): B, KiB, MiB, GiB, one decimal."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
+def _gemm_form(P: Side, Q: Side, self_pairs: bool) -> torch.Tensor:
+    """All pairs by the centred GEMM form alone (DESIGN section 2; K = 2D for diagonal pairs,
+    D^2 + D otherwise), uncertified: the formula the gradients differentiate, smooth and free of
+    data-dependent shapes, so that torch.compile can trace it."""
+    centre = Q.mean.detach().mean(0, keepdim=True)
+    mu, nu = P.mean - centre, Q.mean - centre
+    d = P.d
+    if P.family == "diag" and Q.family == "diag":
+        lam = 1.0 / Q.v
+        left = torch.cat([P.v + mu * mu, mu], 1)
+        right = torch.cat([lam, -2.0 * nu * lam], 1)
+        c = (nu * nu * lam).sum(-1) + Q.logv.sum(-1)
+        s = P.logv.sum(-1) + d
+    else:
+        G = P.covariance_dense() + mu[:, :, None] * mu[:, None, :]
+        Pm = Q.precision_dense()
+        Pnu = (Pm @ nu[..., None])[..., 0]
+        left = torch.cat([G.reshape(G.shape[0], -1), mu], 1)
+        right = torch.cat([Pm.reshape(Pm.shape[0], -1), -2.0 * Pnu], 1)
+        c = (nu * Pnu).sum(-1) + Q.logdet
+        s = P.logdet + d
+    out = _overflowed_to_inf(torch.clamp_min(0.5 * (left @ right.T + c[None, :] - s[:, None]),
+                                             0.0))
+    if self_pairs:
+        out = out * (1 - torch.eye(out.shape[0], dtype=out.dtype, device=out.device))
+    return out
+
+
+def pairwise(op: str, p, q, out_dtype: torch.dtype, jitter, tolerance: float = 0.0,
+             budget: int = 0, certified: bool = True) -> torch.Tensor:
+    """All pairs of flat, validated batches (q None: q = p), certified (_Pairs); certified
+    False: the GEMM form alone (_gemm_form), for the backward's traced formula."""
     dtype = compute_dtype(p.arrays["mean"].device)
     P = Side(op, "p", p, dtype, jitter)
     Q = P if q is None else Side(op, "q", q, dtype, jitter)
-    out = _PairwiseForm(P, Q).block(0, p.n)
-    if q is None:
-        # KL(p_i || p_i) = 0 exactly, as in the library.
-        out = out * (1 - torch.eye(p.n, dtype=out.dtype, device=out.device))
+    if not certified:
+        return _gemm_form(P, Q, q is None).to(out_dtype)
+    pairs = _Pairs(op, P, Q, q is None, tolerance, budget, _input_dtype(p, q))
+    blocks = [pairs.block(i0, min(p.n, i0 + pairs.rows)) for i0 in range(0, p.n, pairs.rows)]
+    out = torch.cat(blocks, 0) if blocks else P.mean.new_zeros(0, Q.mean.shape[0])
     return out.to(out_dtype)
 
 
-def knn(op: str, p, q, k: int, exclude_self: bool, out_dtype: torch.dtype, jitter):
-    """The k nearest of flat, validated batches (q None: q = p)."""
+def knn(op: str, p, q, k: int, exclude_self: bool, out_dtype: torch.dtype, jitter,
+        tolerance: float = 0.0, budget: int = 0):
+    """The k nearest of flat, validated batches (q None: q = p): per row block, the certified
+    matrix, then every candidate that may be among the k nearest (its lower bound at most the
+    k-th smallest upper bound) re-scored by the direct form, sorted stably (ties to the lower
+    j) and cut to k."""
     dtype = compute_dtype(p.arrays["mean"].device)
     P = Side(op, "p", p, dtype, jitter)
     Q = P if q is None else Side(op, "q", q, dtype, jitter)
-    form = _PairwiseForm(P, Q)
-    m = Q.mean.shape[0]
-    rows = max(1, KNN_BLOCK_BYTES // max(1, 8 * m))
+    pairs = _Pairs(op, P, Q, q is None, tolerance, budget, _input_dtype(p, q))
+    rows = max(1, min(pairs.rows, KNN_BLOCK_BYTES // max(1, 8 * pairs.m)))
     indices, values = [], []
     for i0 in range(0, p.n, rows):
         i1 = min(p.n, i0 + rows)
-        blk = form.block(i0, i1)
+        blk, err = pairs.block(i0, i1, with_error=True)
         if q is None:
-            r = torch.arange(i0, i1, device=blk.device)
-            blk = blk.index_put((r - i0, r), torch.tensor(
-                math.inf if exclude_self else 0.0, dtype=blk.dtype, device=blk.device))
+            own = pairs._own(i0, i1)
+            fill = torch.tensor(math.inf if exclude_self else 0.0, dtype=blk.dtype,
+                                device=blk.device)
+            blk = torch.where(own, fill, blk)
+            err = torch.where(own, torch.zeros((), dtype=err.dtype, device=err.device), err)
+        with torch.no_grad():
+            hi = torch.topk(blk.detach() + err, k, dim=1, largest=False).values[:, -1]
+            cand = torch.nonzero((err > 0) & (blk.detach() - err <= hi[:, None]))
+        if cand.numel():
+            exact = pairs.direct(cand[:, 0] + i0, cand[:, 1]).to(blk.dtype)
+            blk = blk.index_put((cand[:, 0], cand[:, 1]), exact)
         v, ix = torch.sort(blk, dim=1, stable=True)
         indices.append(ix[:, :k])
         values.append(v[:, :k])

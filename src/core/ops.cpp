@@ -248,32 +248,39 @@ void knn_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t k,
 
 }  // namespace
 
-#define GAUSSKL_DEFINE(T, U)                                                                  \
-  void kl(const Gaussians<T>& p, const Gaussians<T>& q, std::span<U> out,                     \
-          const Options& options) {                                                           \
-    kl_impl(p, q, out, options);                                                              \
-  }                                                                                           \
-  void kl_standard_normal(const Gaussians<T>& p, std::span<U> out, const Options& options) {  \
-    kl_standard_normal_impl(p, out, options);                                                 \
-  }                                                                                           \
-  void pairwise_kl(const Gaussians<T>& p, const Gaussians<T>& q, std::span<U> out,            \
-                   const Options& options) {                                                  \
-    pairwise_impl(p, &q, out, options);                                                       \
-  }                                                                                           \
-  void pairwise_kl(const Gaussians<T>& p, std::span<U> out, const Options& options) {         \
-    pairwise_impl<T, U>(p, nullptr, out, options);                                            \
-  }                                                                                           \
-  void pairwise_kl_rows(const Gaussians<T>& p, const Gaussians<T>* q, const RowSink<U>& sink, \
-                        const Options& options) {                                             \
-    pairwise_rows_impl<T, U>(p, q, sink, options);                                            \
-  }                                                                                           \
-  void knn_kl(const Gaussians<T>& p, const Gaussians<T>& q, std::int64_t k,                   \
-              std::span<std::int64_t> indices, std::span<U> values, const Options& options) { \
-    knn_impl(p, &q, k, indices, values, options);                                             \
-  }                                                                                           \
-  void knn_kl(const Gaussians<T>& p, std::int64_t k, std::span<std::int64_t> indices,         \
-              std::span<U> values, const Options& options) {                                  \
-    knn_impl<T, U>(p, nullptr, k, indices, values, options);                                  \
+#define GAUSSKL_DEFINE(T, U)                                                                     \
+  void kl(const Gaussians<T>& p, const Gaussians<T>& q, std::span<U> out,                        \
+          const Options& options) {                                                              \
+    kl_impl(p, q, out, options);                                                                 \
+  }                                                                                              \
+  void kl_standard_normal(const Gaussians<T>& p, std::span<U> out, const Options& options) {     \
+    kl_standard_normal_impl(p, out, options);                                                    \
+  }                                                                                              \
+  void pairwise_kl(const Gaussians<T>& p, const Gaussians<T>& q, std::span<U> out,               \
+                   const Options& options) {                                                     \
+    pairwise_impl(p, &q, out, options);                                                          \
+  }                                                                                              \
+  void pairwise_kl(const Gaussians<T>& p, std::span<U> out, const Options& options) {            \
+    pairwise_impl<T, U>(p, nullptr, out, options);                                               \
+  }                                                                                              \
+  void pairwise_kl_rows(const Gaussians<T>& p, const Gaussians<T>* q, const RowSink<U>& sink,    \
+                        const Options& options) {                                                \
+    pairwise_rows_impl<T, U>(p, q, sink, options);                                               \
+  }                                                                                              \
+  void pairwise_kl_rows(const Gaussians<T>& p, const Gaussians<T>& q, const RowSink<U>& sink,    \
+                        const Options& options) {                                                \
+    pairwise_rows_impl<T, U>(p, &q, sink, options);                                              \
+  }                                                                                              \
+  void pairwise_kl_rows(const Gaussians<T>& p, const RowSink<U>& sink, const Options& options) { \
+    pairwise_rows_impl<T, U>(p, nullptr, sink, options);                                         \
+  }                                                                                              \
+  void knn_kl(const Gaussians<T>& p, const Gaussians<T>& q, std::int64_t k,                      \
+              std::span<std::int64_t> indices, std::span<U> values, const Options& options) {    \
+    knn_impl(p, &q, k, indices, values, options);                                                \
+  }                                                                                              \
+  void knn_kl(const Gaussians<T>& p, std::int64_t k, std::span<std::int64_t> indices,            \
+              std::span<U> values, const Options& options) {                                     \
+    knn_impl<T, U>(p, nullptr, k, indices, values, options);                                     \
   }
 GAUSSKL_DEFINE(float, float)
 GAUSSKL_DEFINE(float, double)

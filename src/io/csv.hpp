@@ -1,8 +1,10 @@
-// Comma-separated text.
+// Delimited text, as np.savetxt and spreadsheets write it.
 //
-// Reading: one row per line, values separated by commas (spaces around them allowed); lines
-// that are empty or start with '#' are skipped; every row must have the same number of values.
-// Returns a 2-D float64 array [rows, columns]. Errors name the line and column:
+// Reading: one row per line; values separated by commas, tabs or runs of spaces, one kind per
+// file (the first row's: see csv_fields.hpp), blanks around them allowed; lines that are empty
+// or start with '#' are skipped; every row must have the same number of values. The first row
+// is a header when every field of it is a name (it starts with a letter or '_' and is not a
+// number such as nan or inf). Errors name the line and column:
 // "[read] path: line 3, column 2: 'abc' is not a number".
 // Writing: one row per line, shortest text that reads back to the same value.
 #pragma once
@@ -10,19 +12,37 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "io/array.hpp"
 #include "io/memory_allowance.hpp"
 
 namespace gausskl::io {
 
-// With `allowance`, the text's bytes and room for the values it can hold (one per comma or line)
-// are taken from it before they are allocated; the text's are given back once it is parsed.
-Array read_csv(const std::string& path, MemoryAllowance* allowance = nullptr);
+// Column names and the line they are on (0 and none: there are none).
+struct CsvNames {
+  std::vector<std::string> names;
+  std::int64_t line = 0;
+};
+
+struct CsvTable {
+  CsvNames header;  // the header row
+  // Without a header row: the names of the '#' line right above the first row, if every
+  // field of it (after the '#', split at commas, tabs or spaces) is a name and there is one
+  // per column, as np.savetxt(header=...) writes them. Only a caller that needs names should
+  // use them.
+  CsvNames comment;
+  Array values;  // [rows, columns], float64, the header excluded
+};
+
+// With `allowance`, the text's bytes and room for the values it can hold (one per run of
+// characters that are not separators) are taken from it before they are allocated; the
+// text's are given back once it is parsed.
+CsvTable read_csv_table(const std::string& path, MemoryAllowance* allowance = nullptr);
 
 // Parses CSV text held in memory; `where` names it in error messages.
-Array parse_csv(std::string_view text, const std::string& where,
-                MemoryAllowance* allowance = nullptr);
+CsvTable parse_csv_table(std::string_view text, const std::string& where,
+                         MemoryAllowance* allowance = nullptr);
 
 // Writes rows x cols values, row-major. Throws std::runtime_error if the write fails.
 void write_csv(std::FILE* out, std::int64_t rows, std::int64_t cols, const float* data);

@@ -2,113 +2,173 @@
 #include <charconv>
 
 #include "io/csv.hpp"
+#include "io/csv_fields.hpp"
 #include "io/input_file.hpp"
 #include "io/io_error.hpp"
 
 namespace gausskl::io {
 namespace {
 
-std::string_view trim(std::string_view s) {
-  const auto is_blank = [](char c) { return c == ' ' || c == '\t'; };
-  while (!s.empty() && is_blank(s.front()))
-    s.remove_prefix(1);
-  while (!s.empty() && is_blank(s.back()))
-    s.remove_suffix(1);
-  return s;
-}
-
 std::string count_text(std::int64_t count) {
   return std::to_string(count) + (count == 1 ? " value" : " values");
 }
 
+bool is_separator(char c) {
+  return c == ',' || c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+// An upper bound of the values in `text`: every value is a run of non-separator characters.
+std::int64_t most_values(std::string_view text) {
+  std::int64_t runs = 0;
+  bool in_run = false;
+  for (const char c : text) {
+    const bool separator = is_separator(c);
+    runs += !separator && !in_run;
+    in_run = !separator;
+  }
+  return runs;
+}
+
 // std::from_chars also reads "nan" and "inf"; the library rejects non-finite values later,
 // with a message that names the array. A leading '+' (which Python writes) is allowed.
-double parse_value(std::string_view token, const std::string& where, std::int64_t line,
-                   std::int64_t column) {
-  const auto fail = [&](const std::string& what) {
-    throw_read_error(
-        where, "line " + std::to_string(line) + ", column " + std::to_string(column) + ": " + what);
-  };
-  if (token.empty()) fail("empty value");
-  std::string_view digits = token;
-  if (digits.size() > 1 && digits[0] == '+' && digits[1] != '-' && digits[1] != '+') {
-    digits.remove_prefix(1);
+bool read_number(std::string_view token, double& value, std::errc& error) {
+  if (token.size() > 1 && token[0] == '+' && token[1] != '-' && token[1] != '+') {
+    token.remove_prefix(1);
   }
+  const char* end = token.data() + token.size();
+  const auto result = std::from_chars(token.data(), end, value);
+  error = result.ec;
+  return result.ptr == end;
+}
+
+// A column name: starts with a letter or '_' and is not a number ("nan", "inf").
+bool is_name(std::string_view token) {
+  if (token.empty()) return false;
+  const char c = token.front();
+  if (!(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))) return false;
   double value = 0;
-  const char* end = digits.data() + digits.size();
-  const auto [stop, error] = std::from_chars(digits.data(), end, value);
-  if (stop != end) fail(quote_for_message(token) + " is not a number");
-  if (error == std::errc::result_out_of_range) {
-    fail(quote_for_message(token) + " is out of the float64 range");
+  std::errc error{};
+  return !read_number(token, value, error);
+}
+
+bool all_names(const std::vector<std::string_view>& fields) {
+  return !fields.empty() && std::all_of(fields.begin(), fields.end(), is_name);
+}
+
+double parse_value(std::string_view token, const CsvLine& line, std::int64_t column) {
+  if (token.empty()) throw_csv_error(line, column, "empty value");
+  double value = 0;
+  std::errc error{};
+  const bool whole = read_number(token, value, error);
+  if (whole && error == std::errc::result_out_of_range) {
+    throw_csv_error(line, column, quote_for_message(token) + " is out of the float64 range");
   }
-  if (error != std::errc()) fail(quote_for_message(token) + " is not a number");
+  if (!whole || error != std::errc()) {
+    throw_csv_error(line, column, quote_for_message(token) + " is not a number");
+  }
   return value;
+}
+
+// The names of a comment line ("# mean_0 mean_1 std_0 ..."), if every field is one.
+CsvNames comment_names(std::string_view comment, std::int64_t line) {
+  CsvNames found{{}, line};
+  const std::size_t text = comment.find_first_not_of('#');
+  if (text == std::string_view::npos) return {};
+  comment = comment.substr(text);
+  std::size_t start = comment.find_first_not_of(", \t");
+  while (start != std::string_view::npos) {
+    const std::size_t stop = std::min(comment.find_first_of(", \t", start), comment.size());
+    const std::string_view token = comment.substr(start, stop - start);
+    if (!is_name(token)) return {};
+    found.names.emplace_back(token);
+    start = comment.find_first_not_of(", \t", stop);
+  }
+  if (found.names.empty()) return {};
+  return found;
 }
 
 }  // namespace
 
-Array parse_csv(std::string_view text, const std::string& where, MemoryAllowance* allowance) {
+CsvTable parse_csv_table(std::string_view text, const std::string& where,
+                         MemoryAllowance* allowance) {
   std::vector<double> values;
   if (allowance) {
-    // Every value but a line's last ends at a comma, so this bounds the count; reserving it
-    // also keeps push_back from ever holding two copies while it grows.
-    const auto most = static_cast<std::int64_t>(std::count(text.begin(), text.end(), ',') +
-                                                std::count(text.begin(), text.end(), '\n') + 1);
+    // Reserving the bound also keeps push_back from ever holding two copies while it grows.
+    const std::int64_t most = most_values(text);
     allowance->take(most * static_cast<std::int64_t>(sizeof(double)), "read", where);
     values.reserve(static_cast<std::size_t>(most));
   }
-  std::int64_t rows = 0, columns = 0, first_row_line = 0, line_number = 0;
+  CsvTable table;
+  CsvSeparator separator = CsvSeparator::comma;
+  std::vector<std::string_view> fields;
+  std::string_view last_comment;
+  std::int64_t rows = 0, columns = -1, first_line = 0, line_number = 0, comment_line = 0;
   std::size_t pos = 0;
   while (pos < text.size()) {
     std::size_t newline = text.find('\n', pos);
     if (newline == std::string_view::npos) newline = text.size();
-    std::string_view line = text.substr(pos, newline - pos);
+    std::string_view row = text.substr(pos, newline - pos);
     pos = newline + 1;
     ++line_number;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    line = trim(line);
-    if (line.empty() || line.front() == '#') continue;
-
-    std::int64_t count = 0;
-    std::size_t start = 0;
-    while (true) {
-      const std::size_t comma = line.find(',', start);
-      const std::size_t stop = comma == std::string_view::npos ? line.size() : comma;
-      ++count;
-      values.push_back(
-          parse_value(trim(line.substr(start, stop - start)), where, line_number, count));
-      if (comma == std::string_view::npos) break;
-      start = comma + 1;
+    if (!row.empty() && row.back() == '\r') row.remove_suffix(1);
+    row = trim_blanks(row);
+    if (row.empty()) continue;
+    if (row.front() == '#') {
+      last_comment = row;
+      comment_line = line_number;
+      continue;
     }
-    if (rows == 0) {
+    if (columns < 0) {
+      separator = detect_separator(row);
+      first_line = line_number;
+    }
+    const CsvLine line{where, line_number, first_line};
+    split_fields(row, separator, line, fields);
+    const auto count = static_cast<std::int64_t>(fields.size());
+    if (columns < 0) {
       columns = count;
-      first_row_line = line_number;
+      if (all_names(fields)) {
+        table.header.line = line_number;
+        for (const std::string_view name : fields)
+          table.header.names.emplace_back(name);
+        continue;
+      }
+      if (comment_line == line_number - 1) {
+        table.comment = comment_names(last_comment, comment_line);
+        // "# written by hand" is a remark, not names: names must be one per column.
+        if (static_cast<std::int64_t>(table.comment.names.size()) != count) table.comment = {};
+      }
     } else if (count != columns) {
+      const std::string first = std::to_string(first_line), expected = std::to_string(columns);
       throw_read_error(where, "line " + std::to_string(line_number) + " has " + count_text(count) +
-                                  ", line " + std::to_string(first_row_line) + " has " +
-                                  std::to_string(columns));
+                                  (table.header.line ? ", the header on line " + first + " names " +
+                                                           expected + " columns"
+                                                     : ", line " + first + " has " + expected));
     }
+    for (std::int64_t k = 0; k < count; ++k)
+      values.push_back(parse_value(fields[static_cast<std::size_t>(k)], line, k + 1));
     ++rows;
   }
-  if (rows == 0) throw_read_error(where, "no values");
-  Array array;
-  array.shape = {rows, columns};
-  array.data = std::move(values);
-  return array;
+  if (rows == 0) {
+    throw_read_error(where, table.header.line ? "a header row and no values" : "no values");
+  }
+  table.values.shape = {rows, columns};
+  table.values.data = std::move(values);
+  return table;
 }
 
-Array read_csv(const std::string& path, MemoryAllowance* allowance) {
+CsvTable read_csv_table(const std::string& path, MemoryAllowance* allowance) {
   const InputFile file(path);
   const auto size = static_cast<std::int64_t>(file.size());
   if (allowance) allowance->take(size, "read", path);
-  Array array;
+  CsvTable table;
   {
     std::string text(static_cast<std::size_t>(size), '\0');
     file.read_at(0, std::as_writable_bytes(std::span(text)));
-    array = parse_csv(text, path, allowance);
+    table = parse_csv_table(text, path, allowance);
   }
   if (allowance) allowance->give_back(size);
-  return array;
+  return table;
 }
 
 }  // namespace gausskl::io

@@ -20,7 +20,9 @@ class MemoryAllowance {
   std::int64_t left() const { return limit_ > taken_ ? limit_ - taken_ : 0; }
 
   // Takes `bytes` for `what` (e.g. "p.npz: entry 'mean.npy'"), or throws std::runtime_error
-  // "[op] what: needs 12.0 MiB, but only 3.5 MiB of the 16.0 MiB memory budget is left".
+  // "[op] what: needs 12.0 MiB, but the inputs before it took 12.5 MiB of --memory-budget
+  // 16.0 MiB, which left 3.5 MiB" (or, when nothing was taken yet, "..., but --memory-budget
+  // 8.0 MiB is less").
   void take(std::int64_t bytes, const char* op, const std::string& what);
   // Returns bytes taken for a temporary that has been freed.
   void give_back(std::int64_t bytes) { taken_ -= bytes < taken_ ? bytes : taken_; }

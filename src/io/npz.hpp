@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <span>
 #include <string>
 #include <utility>
@@ -25,6 +26,22 @@ std::vector<std::pair<std::string, Array>> read_npz(const std::string& path,
 // Reads an archive held in memory; `where` names it in error messages.
 std::vector<std::pair<std::string, Array>> parse_npz(std::span<const std::byte> bytes,
                                                      const std::string& where);
+
+// Which entries to read, by name without ".npy". Files as users have them hold other arrays
+// too (labels, weights, of any dtype): those are skipped unread, so their content cannot fail.
+using NpzSelect = std::function<bool(std::string_view name)>;
+
+struct NpzContents {
+  std::vector<std::pair<std::string, Array>> arrays;  // the selected entries, in archive order
+  std::vector<std::string> skipped;                   // the others' names, in archive order
+};
+
+// As read_npz, but only the entries `select` accepts are read; the others' names and places
+// are still checked (the archive must be well formed), their data is not.
+NpzContents read_npz(const std::string& path, const NpzSelect& select,
+                     MemoryAllowance* allowance = nullptr);
+NpzContents parse_npz(std::span<const std::byte> bytes, const std::string& where,
+                      const NpzSelect& select);
 
 struct NpzEntry {
   std::string name;  // without ".npy"

@@ -16,8 +16,8 @@ std::string entry_where(const std::string& path, const ZipEntry& entry) {
   return path + ": entry " + quote_for_message(entry.name);
 }
 
-std::vector<std::pair<std::string, Array>> read_archive(const RandomAccessInput& file,
-                                                        MemoryAllowance* allowance) {
+NpzContents read_archive(const RandomAccessInput& file, const NpzSelect& select,
+                         MemoryAllowance* allowance) {
   const std::string& path = file.path();
   const ZipDirectory directory = read_zip_directory(file);
 
@@ -38,30 +38,44 @@ std::vector<std::pair<std::string, Array>> read_archive(const RandomAccessInput&
   }
   check_entries_apart(directory, data_offsets, path);
 
-  std::vector<std::pair<std::string, Array>> arrays;
-  arrays.reserve(directory.entries.size());
+  NpzContents contents;
+  contents.arrays.reserve(directory.entries.size());
   for (std::size_t i = 0; i < directory.entries.size(); ++i) {
     const ZipEntry& entry = directory.entries[i];
+    std::string name = entry.name.substr(0, entry.name.size() - kSuffix.size());
+    if (select && !select(name)) {
+      contents.skipped.push_back(std::move(name));
+      continue;
+    }
     const std::string where = entry_where(path, entry);
     ZipEntrySource source(file, entry, data_offsets[i], where);
     source.prove_declared_size();
     Array array = read_npy_image(source, where, allowance);
     source.finish();
-    arrays.emplace_back(entry.name.substr(0, entry.name.size() - kSuffix.size()), std::move(array));
+    contents.arrays.emplace_back(std::move(name), std::move(array));
   }
-  return arrays;
+  return contents;
 }
 
 }  // namespace
 
 std::vector<std::pair<std::string, Array>> read_npz(const std::string& path,
                                                     MemoryAllowance* allowance) {
-  return read_archive(InputFile(path), allowance);
+  return read_archive(InputFile(path), nullptr, allowance).arrays;
 }
 
 std::vector<std::pair<std::string, Array>> parse_npz(std::span<const std::byte> bytes,
                                                      const std::string& where) {
-  return read_archive(MemoryInput(bytes, where), nullptr);
+  return read_archive(MemoryInput(bytes, where), nullptr, nullptr).arrays;
+}
+
+NpzContents read_npz(const std::string& path, const NpzSelect& select, MemoryAllowance* allowance) {
+  return read_archive(InputFile(path), select, allowance);
+}
+
+NpzContents parse_npz(std::span<const std::byte> bytes, const std::string& where,
+                      const NpzSelect& select) {
+  return read_archive(MemoryInput(bytes, where), select, nullptr);
 }
 
 }  // namespace gausskl::io

@@ -26,3 +26,15 @@ def test_version(gausskl):
     version = re.search(r"project\(gausskl VERSION ([0-9.]+)", project).group(1)
     out = gausskl.ok("--version").stdout
     assert version in out, out
+
+
+@pytest.mark.parametrize("command", ["kl", "pairwise", "knn"])
+def test_command_help_documents_the_file_forms(gausskl, command):
+    out = gausskl.ok(command, "--help").stdout
+    for text in ("--keys", "--p-keys", "--q-keys", "mean=mu,std=sigma", "FILE.csv", "mean_0",
+                 "NAME_i_j", "tab", "not read"):
+        assert text in out, text
+
+
+def test_short_version_flag_is_listed(gausskl):
+    assert "-V,--version" in gausskl.ok("--help").stdout

@@ -82,6 +82,37 @@ TEST(PairwiseKlRows, BlocksInOrderEqualTheWholeMatrixForAnyBudget) {
   }
 }
 
+TEST(PairwiseKlRows, QByReferenceOrLeftOutAsPairwiseKl) {
+  // The overloads without a pointer: q given by reference, and no q for q = p, each the same
+  // matrix as pairwise_kl's, in float and in double.
+  Rng rng(43);
+  const auto [ps, qs] = make_specs(rng, Data::random, Family::diag, Family::full, 5, 4, 3);
+  const Batch<double> p = make_batch<double>(ps, layout_of(Family::diag));
+  const Batch<double> q = make_batch<double>(qs, layout_of(Family::full));
+  std::vector<double> with_q(5 * 4), self(5 * 5);
+  pairwise_kl(p.view(), q.view(), std::span<double>(with_q));
+  pairwise_kl(p.view(), std::span<double>(self));
+
+  std::vector<double> streamed;
+  const RowSink<double> append([&](std::int64_t, std::int64_t, std::span<const double> b) {
+    streamed.insert(streamed.end(), b.begin(), b.end());
+  });
+  pairwise_kl_rows(p.view(), q.view(), append);
+  EXPECT_EQ(streamed, with_q);
+  streamed.clear();
+  pairwise_kl_rows(p.view(), append);
+  EXPECT_EQ(streamed, self);
+
+  std::vector<float> as_float;
+  const RowSink<float> append_float([&](std::int64_t, std::int64_t, std::span<const float> b) {
+    as_float.insert(as_float.end(), b.begin(), b.end());
+  });
+  std::vector<float> self_float(5 * 5);
+  pairwise_kl(p.view(), std::span<float>(self_float));
+  pairwise_kl_rows(p.view(), append_float);
+  EXPECT_EQ(as_float, self_float);
+}
+
 TEST(PairwiseKlRows, SinkErrorsPropagate) {
   Rng rng(41);
   const auto [ps, qs] = make_specs(rng, Data::random, Family::diag, Family::diag, 4, 4, 3);

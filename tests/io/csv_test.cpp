@@ -16,6 +16,15 @@ namespace {
 using test::Contains;
 using test::error_message;
 
+// The values of a table that has no header.
+Array parse_csv(std::string_view text, const std::string& where) {
+  return parse_csv_table(text, where).values;
+}
+
+Array read_csv(const std::string& path) {
+  return read_csv_table(path).values;
+}
+
 const std::vector<double>& values_of(const Array& array) {
   return std::get<std::vector<double>>(array.data);
 }
@@ -80,7 +89,7 @@ TEST(Csv, NamesLineAndColumnOfBadValues) {
   EXPECT_TRUE(Contains(parse_error("1,2,\n"), "line 1, column 3: empty value"));
   EXPECT_TRUE(Contains(parse_error("1e400\n"), "'1e400' is out of the float64 range"));
   const std::string long_token(1000, 'x');
-  const std::string message = parse_error(long_token);
+  const std::string message = parse_error("1\n" + long_token);
   EXPECT_TRUE(Contains(message, "...' is not a number"));
   EXPECT_LT(message.size(), 200u);
 }
@@ -101,6 +110,78 @@ TEST(Csv, MissingFileIsInvalidArgument) {
   const std::string path = test::fixture("missing.csv");
   const std::string message = error_message<std::invalid_argument>([&] { read_csv(path); });
   EXPECT_TRUE(Contains(message, "[read] " + path + ": No such file or directory"));
+}
+
+TEST(Csv, ReadsTabAndSpaceSeparatedValues) {
+  // np.savetxt's default is one space; delimiter='\t' gives tabs; aligned text has runs.
+  for (const char* text :
+       {"1 2 3\n4 5 6\n", "1\t2\t3\n4\t5\t6\n", "  1   2  3\n4 5    6\n", "1 \t2\t 3\n4\t5\t6\n"}) {
+    const Array array = parse_csv(text, "in.csv");
+    EXPECT_EQ(array.shape, (std::vector<std::int64_t>{2, 3})) << text;
+    EXPECT_EQ(values_of(array), (std::vector<double>{1, 2, 3, 4, 5, 6})) << text;
+  }
+}
+
+TEST(Csv, MixedSeparatorsAreAnError) {
+  EXPECT_EQ(parse_error("1,2\n3 4\n"),
+            "[read] in.csv: line 2, column 1: '3 4' holds a space, but line 1 separates values "
+            "with commas (one separator per file)");
+  EXPECT_EQ(parse_error("# c\n1 2\n3,4\n"),
+            "[read] in.csv: line 3, column 1: '3,4' holds a comma, but line 2 separates values "
+            "with spaces (one separator per file)");
+  EXPECT_TRUE(Contains(parse_error("1\t2\n3\t4 5\n"),
+                       "line 2, column 2: '4 5' holds a space, but line 1 separates values with "
+                       "tabs"));
+  EXPECT_TRUE(Contains(parse_error("1 2\n3\t4\n"), "line 2, column 1: '3?4' holds a tab"));
+}
+
+TEST(Csv, NamesNumbersThatAreNot) {
+  EXPECT_EQ(parse_error("1,2\n1.5.3,4\n"),
+            "[read] in.csv: line 2, column 1: '1.5.3' is not a number");
+  EXPECT_EQ(parse_error("1 2\n3 1e5e\n"),
+            "[read] in.csv: line 2, column 2: '1e5e' is not a number");
+}
+
+TEST(Csv, ReadsAHeaderRow) {
+  const CsvTable table = parse_csv_table("# note\nmean_0, mean_1,std_0\n1,2,3\n4,5,6\n", "in.csv");
+  EXPECT_EQ(table.header.names, (std::vector<std::string>{"mean_0", "mean_1", "std_0"}));
+  EXPECT_EQ(table.header.line, 2);
+  EXPECT_EQ(table.comment.line, 0);
+  EXPECT_EQ(table.values.shape, (std::vector<std::int64_t>{2, 3}));
+  EXPECT_EQ(values_of(table.values), (std::vector<double>{1, 2, 3, 4, 5, 6}));
+}
+
+TEST(Csv, ARowOfNumbersNamedNanOrInfIsNoHeader) {
+  const CsvTable table = parse_csv_table("nan inf -inf\n", "in.csv");
+  EXPECT_TRUE(table.header.names.empty());
+  EXPECT_EQ(table.values.shape, (std::vector<std::int64_t>{1, 3}));
+}
+
+TEST(Csv, AHeaderRowWithNumbersIsNotAHeader) {
+  EXPECT_EQ(parse_error("mean_0,7\n1,2\n"),
+            "[read] in.csv: line 1, column 1: 'mean_0' is not a number");
+}
+
+TEST(Csv, KeepsTheNamesOfSavetxtsHeaderLine) {
+  // np.savetxt(header='mean_0 mean_1') writes "# mean_0 mean_1" right above the rows.
+  CsvTable table = parse_csv_table("# first\n# mean_0 mean_1\n1 2\n3 4\n", "in.csv");
+  EXPECT_TRUE(table.header.names.empty());
+  EXPECT_EQ(table.comment.names, (std::vector<std::string>{"mean_0", "mean_1"}));
+  EXPECT_EQ(table.comment.line, 2);
+  table = parse_csv_table("# mean_0,mean_1\n\n1 2\n", "in.csv");  // not right above
+  EXPECT_TRUE(table.comment.names.empty());
+  table = parse_csv_table("# written by np.savetxt 1.26\n1 2\n", "in.csv");  // not names
+  EXPECT_TRUE(table.comment.names.empty());
+  table = parse_csv_table("# mean_0 mean_1 std_0\n1 2\n", "in.csv");  // one name too many
+  EXPECT_TRUE(table.comment.names.empty());
+  table = parse_csv_table("#\n1 2\n", "in.csv");
+  EXPECT_TRUE(table.comment.names.empty());
+}
+
+TEST(Csv, RowsMustMatchTheHeader) {
+  EXPECT_EQ(parse_error("a,b,c\n1,2,3\n1,2\n"),
+            "[read] in.csv: line 3 has 2 values, the header on line 1 names 3 columns");
+  EXPECT_EQ(parse_error("a b\n"), "[read] in.csv: a header row and no values");
 }
 
 TEST(CsvWrite, WritesShortestRoundTripText) {

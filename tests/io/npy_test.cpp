@@ -6,6 +6,7 @@
 #include <cstring>
 #include <variant>
 
+#include "core/error.hpp"
 #include "io_test_util.hpp"
 
 namespace gausskl::io {
@@ -100,7 +101,10 @@ TEST_P(NpyFixture, TakesItsBytesFromTheAllowance) {
     const std::string message =
         error_message<std::runtime_error>([&] { read_npy(fixture(param.file), &short_by_one); });
     EXPECT_TRUE(Contains(message, "[read] "));
-    EXPECT_TRUE(Contains(message, "memory budget is left"));
+    EXPECT_TRUE(Contains(message, ": needs " + detail::show_bytes(needed) +
+                                      ", but --memory-budget " + detail::show_bytes(needed - 1) +
+                                      " is less"))
+        << message;
     EXPECT_EQ(short_by_one.taken(), 0);
   }
 }

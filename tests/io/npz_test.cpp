@@ -454,6 +454,37 @@ std::vector<std::byte> write_to_file(const std::string& path, std::span<const Np
   return test::read_bytes(path);
 }
 
+// --- selecting entries ---
+
+TEST_F(NpzTest, SelectedEntriesOnlyAreRead) {
+  // int64 labels, which read_npz refuses, beside the float arrays: skipped unread.
+  const std::vector<std::int64_t> labels{7, 8};
+  const std::vector<NpzEntry> entries{
+      {"labels", DType::int64, {2}, labels.data()},
+      {"mean", DType::float64, {2, 3}, grid_.data()},
+      {"weights", DType::float64, {2}, grid_.data()},
+  };
+  write_to_file(path_, entries);
+  EXPECT_TRUE(Contains(error_message<std::invalid_argument>([&] { read_npz(path_); }), "<i8"));
+  MemoryAllowance allowance(1000);
+  const NpzContents contents = read_npz(
+      path_, [](std::string_view name) { return name == "mean"; }, &allowance);
+  ASSERT_EQ(contents.arrays.size(), 1u);
+  EXPECT_EQ(contents.arrays[0].first, "mean");
+  expect_values<double>(contents.arrays[0].second, {2, 3}, 0.5);
+  EXPECT_EQ(contents.skipped, (std::vector<std::string>{"labels", "weights"}));
+  EXPECT_EQ(allowance.taken(), 6 * 8);  // the skipped entries took nothing
+}
+
+TEST_F(NpzTest, SkippedEntriesMustStillBeWellPlaced) {
+  // A damaged archive is an error even when the damaged entry is not wanted.
+  std::vector<std::byte> zip = test::read_bytes(fixture("savez.npz"));
+  put_le(zip, central_headers(zip)[1] + 42, 1u << 30, 4);  // std's local header offset
+  const std::string message = error_message<std::invalid_argument>(
+      [&] { parse_npz(zip, "in.npz", [](std::string_view name) { return name == "mean"; }); });
+  EXPECT_TRUE(Contains(message, "[read] in.npz")) << message;
+}
+
 TEST_F(NpzTest, WriteRoundTrips) {
   const std::vector<float> f{1, 2, 3, 4, 5};
   const double scalar = 0.5;

@@ -134,3 +134,20 @@ def refuse_library(monkeypatch):
             return got
 
         monkeypatch.setattr(_ext, name, checked)
+
+
+def mp_kl_low_rank(m1, w1, d1, m2, w2, d2):
+    """KL between low-rank Gaussians in mpmath (at the caller's mpmath.mp.dps), from the float64
+    parameters as given."""
+    import mpmath
+
+    def cov(w, dg):
+        w = mpmath.matrix(w.tolist())
+        return w * w.T + mpmath.diag([mpmath.mpf(float(x)) for x in dg])
+    S1, S2 = cov(w1, d1), cov(w2, d2)
+    diff = mpmath.matrix([mpmath.mpf(float(a)) - mpmath.mpf(float(b)) for a, b in zip(m2, m1)])
+    inv = S2 ** -1
+    d = S1.rows
+    tr = sum((inv * S1)[k, k] for k in range(d))
+    maha = (diff.T * inv * diff)[0, 0]
+    return (tr + maha - d + mpmath.log(mpmath.det(S2)) - mpmath.log(mpmath.det(S1))) / 2

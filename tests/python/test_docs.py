@@ -9,12 +9,73 @@ import gausskl as gk
 from conftest import needs_torch
 
 
-@pytest.mark.parametrize("module", ["gausskl._ops", "gausskl._distributions"])
+# Every module whose docstrings hold examples; each example makes its own data, so it runs as
+# pasted (torch examples need torch).
+DOCTESTED = ["gausskl._distributions", pytest.param("gausskl", marks=needs_torch),
+             pytest.param("gausskl._ops", marks=needs_torch),
+             pytest.param("gausskl._from_torch", marks=needs_torch)]
+
+
+@pytest.mark.parametrize("module", DOCTESTED)
 def test_doctests(module):
     import importlib
 
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0
+
+
+def public_docs():
+    """(name, docstring) of the package and each public name."""
+    yield "gausskl", gk.__doc__
+    for name in gk.__all__:
+        yield name, getattr(gk, name).__doc__
+
+
+def test_every_code_example_in_a_docstring_is_a_doctest():
+    """No literal blocks (``::``) of code that nothing runs: examples are ``>>>`` lines, run by
+    test_doctests."""
+    for name, doc in public_docs():
+        assert "::\n" not in doc, f"{name}: a literal block; write the example as a doctest"
+
+
+PUBLIC_FUNCTIONS = ["kl", "kl_standard_normal", "pairwise_kl", "knn_kl", "from_torch",
+                    "DiagGaussian", "FullGaussian", "LowRankGaussian"]
+
+
+@pytest.mark.parametrize("name", PUBLIC_FUNCTIONS)
+def test_help_describes_every_parameter_and_the_result(name):
+    """help(gk.NAME) names each parameter in a Parameters section, says what comes back (type
+    and dtype), and shows an example."""
+    import inspect
+
+    obj = getattr(gk, name)
+    doc = inspect.getdoc(obj)
+    section = doc[doc.index("Parameters\n----------\n"):]
+    section = section[:section.index("\n\n")]
+    described = set()
+    for line in section.splitlines()[2:]:
+        if not line.startswith(" "):  # a header line: "a, b : type"
+            described.update(n.strip() for n in line.split(" : ")[0].split(","))
+    parameters = [p for p in inspect.signature(obj).parameters.values()
+                  if p.kind is not p.VAR_POSITIONAL]
+    assert {p.name for p in parameters} == described
+    if inspect.isfunction(obj):
+        returns = doc[doc.index("Returns\n-------\n"):]
+        assert "float32" in returns or "dtype" in returns or name == "from_torch"
+    assert "\n>>> " in "\n" + doc
+
+
+def test_help_of_pairwise_kl_describes_threads_and_torch_path():
+    """The issue's example: help(gk.pairwise_kl) said nothing of these and of the result."""
+    import inspect
+
+    doc = inspect.getdoc(gk.pairwise_kl)
+    assert ("threads : int, default 0\n    The most worker threads the library may use; 0: one "
+            "per hardware thread.") in doc
+    assert "torch_path : bool or None, default None\n    Which code computes torch tensors" in doc
+    assert ("Returns\n-------\nnumpy.ndarray or torch.Tensor\n    ``[N, M]``: KL(p_i || q_j) "
+            "at ``[i, j]``") in doc
+    assert "float32 when every input is float32, float64 otherwise." in doc
 
 
 @needs_torch

@@ -157,14 +157,43 @@ def test_knn_rules(path):
         call(path, gk.knn_kl, p, k=0)
     with pytest.raises(ValueError, match=r"^\[knn_kl\] exclude_self needs q = p"):
         call(path, gk.knn_kl, p, p, k=1, exclude_self=True)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError) as e:
         call(path, gk.knn_kl, p, k=1.5)
+    assert str(e.value) == "[knn_kl] k must be an int, found float"
+    with pytest.raises(TypeError) as e:
+        call(path, gk.knn_kl, p, k=True)
+    assert str(e.value) == "[knn_kl] k must be an int, found bool"
+    with pytest.raises(ValueError) as e:
+        call(path, gk.knn_kl, p, k=1 << 63)
+    assert str(e.value) == "[knn_kl] k must be at most 2^63 - 1, found 9223372036854775808"
 
 
 def test_threads_must_not_be_negative():
     p = gk.DiagGaussian(np.zeros((2, 2)), std=1.0)
     with pytest.raises(ValueError, match=r"^\[kl\] options.threads must be >= 0"):
         gk.kl(p, p, threads=-1)
+
+
+@pytest.mark.parametrize("make,message", [
+    (lambda mean, std: gk.DiagGaussian(mean, std),
+     "[DiagGaussian] give the scale by keyword after the mean: DiagGaussian(mean, std=...) "
+     "(or var=, logvar=, precision=)"),
+    (lambda mean, std: gk.FullGaussian(mean, std[..., None] * np.eye(2)),
+     "[FullGaussian] give the scale by keyword after the mean: FullGaussian(mean, "
+     "scale_tril=...) (or covariance=, precision_matrix=, packed_scale_tril=)"),
+    (lambda mean, std: gk.LowRankGaussian(mean, std[..., None], std),
+     "[LowRankGaussian] give the scale by keyword after the mean: LowRankGaussian(mean, "
+     "cov_factor=..., cov_diag=...)"),
+    (lambda mean, std: gk.LowRankGaussian(mean, cov_factor=std[..., None]),
+     "[LowRankGaussian] give both cov_factor= and cov_diag=; cov_diag missing"),
+    (lambda mean, std: gk.LowRankGaussian(mean),
+     "[LowRankGaussian] give both cov_factor= and cov_diag=; cov_factor and cov_diag missing"),
+])
+def test_a_scale_given_by_position_says_to_give_it_by_keyword(make, message):
+    """gk.DiagGaussian(mu, std), as newcomers write it: the message says what to write."""
+    with pytest.raises(TypeError) as e:
+        make(GOOD_MEAN, GOOD_STD)
+    assert str(e.value) == message
 
 
 def test_construction_rules():

@@ -1,6 +1,7 @@
 #include "cpu/pair/kl.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "cpu/common/stable.hpp"
 #include "cpu/pair/linalg.hpp"
@@ -8,6 +9,10 @@
 
 namespace gausskl::cpu {
 namespace {
+
+// Below this fraction of the magnitude of its terms, a low-rank pair's 2 KL has lost more than
+// 6 digits to cancellation (a near-duplicate): the difference form computes it instead.
+constexpr double kNearDuplicate = 1e-6;
 
 double squared_norm(const double* x, std::int64_t n) {
   double s = 0;
@@ -124,6 +129,11 @@ double two_kl(const Prepared& p, const Prepared& q, double* scratch) {
   sum += whitened_norm(q, a, t);
 
   const double two_kl = sum + shrink + (q.logdet_c - p.logdet_c);
+  if (p.r > 0 && q.r > 0 && !p.tri && !q.tri &&
+      !(two_kl >= kNearDuplicate * (sum - shrink + std::abs(q.logdet_c) + std::abs(p.logdet_c)))) {
+    const double from_difference = two_kl_low_rank_difference(p, q, scratch);
+    if (from_difference >= 0) return two_kl_of_sum(from_difference);
+  }
   // KL >= 0 always; a negative value can only be round-off in the low-rank terms above
   // (diagonal and full pairs add only non-negative terms), bounded by the tests against the
   // long-double reference.

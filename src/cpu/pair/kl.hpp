@@ -19,17 +19,23 @@
 #include <cstdint>
 
 #include "cpu/pair/layout.hpp"
+#include "cpu/pair/low_rank_difference.hpp"
 #include "cpu/pair/tri_squares.hpp"
 
 namespace gausskl::cpu {
 
 // Doubles of scratch two_kl needs for a pair with these layouts: with a triangular q, room for
 // M = Lq^{-1} Lp (tri_squares.hpp).
+// With a low-rank q, room for the near-duplicates' form too (low_rank_difference.hpp).
 inline std::int64_t pair_scratch_size(const Layout& q) {
-  return 2 * q.d + 2 * q.r + (q.tri ? tri_squares_scratch(q.d) : 0);
+  const std::int64_t own = 2 * q.d + 2 * q.r + (q.tri ? tri_squares_scratch(q.d) : 0);
+  const std::int64_t difference = q.r > 0 ? low_rank_difference_scratch(q.d) : 0;
+  return own > difference ? own : difference;
 }
 
-// 2 KL(p || q) >= 0. q must have been prepared with_inverse if q.tri and !p.tri.
+// 2 KL(p || q) >= 0. q must have been prepared with_inverse if q.tri and !p.tri. Two low-rank
+// distributions whose terms cancel past 6 digits (near-duplicates) are computed again from
+// their difference (low_rank_difference.hpp).
 double two_kl(const Prepared& p, const Prepared& q, double* scratch);
 
 }  // namespace gausskl::cpu

@@ -29,6 +29,7 @@ struct Prepared {
   const double* factor = nullptr;    // [d*r] U, row-major
   const double* basis = nullptr;     // [d*k] Q, an orthonormal basis of range(B^{-1} U)
   const double* chol_c = nullptr;    // [k*k] L, lower triangular, L L^T = I + R R^T
+  const double* var = nullptr;       // r > 0: [d] the diagonal B^2 as given (cov_diag)
   double logdet_c = 0;               // log|I + V^T V|
 };
 
@@ -38,7 +39,7 @@ struct Layout {
   bool tri = false;
   bool with_inverse = false;  // tri only: keep B^{-1} and its column tails
   std::int64_t mean = 0, base = 0, inv = 0, inv_tail = 0, log_diag = 0, factor = 0, basis = 0,
-               chol_c = 0, logdet_c = 0, size = 0;
+               chol_c = 0, var = 0, logdet_c = 0, size = 0;
 
   Layout() = default;
   Layout(std::int64_t d_, std::int64_t r_, bool tri_, bool with_inverse_)
@@ -57,6 +58,7 @@ struct Layout {
     factor = take(d * r);
     basis = take(d * k);
     chol_c = take(k * k);
+    var = take(r > 0 && !tri ? d : 0);  // the near-duplicates' form (low_rank_difference.hpp)
     logdet_c = take(1);
     size = at;
   }
@@ -75,6 +77,7 @@ struct Layout {
     out.factor = p + factor;
     out.basis = p + basis;
     out.chol_c = p + chol_c;
+    out.var = (r > 0 && !tri) ? p + var : nullptr;
     out.logdet_c = p[logdet_c];
     return out;
   }

@@ -84,6 +84,7 @@ void prepare_family(const LowRankGaussians<T>& g, std::int64_t n, const Layout& 
   for (std::int64_t h = 0; h < lay.d; ++h) {
     diag_terms(DiagParam::var, g.cov_diag(n, h), slot + lay.base + h, slot + lay.inv + h,
                slot + lay.log_diag + h);
+    if (lay.r > 0) slot[lay.var + h] = g.cov_diag(n, h);
     for (std::int64_t k = 0; k < lay.r; ++k)
       slot[lay.factor + h * lay.r + k] = g.cov_factor(n, h, k);
   }

@@ -1,0 +1,31 @@
+// --keys mean=mu,std=sigma: the names under which a file stores the arrays gausskl reads.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace gausskl::cli {
+
+class Keys {
+ public:
+  Keys() = default;
+  // "ARRAY=NAME[,ARRAY=NAME...]", ARRAY one of the contract's names (mean, std, ...), each
+  // ARRAY and each NAME at most once. Throws std::invalid_argument with a message for CLI11
+  // (no tag: it names the option) when the text breaks a rule.
+  static Keys parse(std::string_view text);
+
+  // The array a name in a file stands for: the ARRAY whose NAME it is; else the name itself
+  // if it is a contract name not given another NAME; else none (the array is not read).
+  std::optional<std::string> array_of(std::string_view written) const;
+  // The name the file stores `array` under.
+  std::string written_of(const std::string& array) const;
+  // "mean=mu", for messages; empty when `array` keeps its own name.
+  std::string mapping_of(const std::string& array) const;
+
+ private:
+  std::map<std::string, std::string> written_;  // array -> name in the file
+};
+
+}  // namespace gausskl::cli

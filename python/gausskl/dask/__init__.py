@@ -1,0 +1,332 @@
+"""gausskl on Dask: all pairs, nearest neighbours and row-wise KL over batches in row chunks.
+
+The extra ``pip install "gausskl[dask]"`` brings Dask (``dask[array]``, ``distributed``, ``zarr``).
+The distributions are the ordinary ``gk.DiagGaussian``, ``gk.FullGaussian`` and
+``gk.LowRankGaussian`` (every parameterization) whose arrays are Dask arrays, cut into chunks of
+rows; NumPy arrays mix in (a broadcast scale stays small). The operations return lazy Dask arrays::
+
+    import dask.array as da, gausskl as gk
+    mu = da.from_zarr("emb.zarr", component="mean")           # [N, D] in row chunks
+    p = gk.DiagGaussian(mu, std=da.from_zarr("emb.zarr", component="std"))
+    kl = gk.dask.pairwise_kl(p)                                # lazy [N, N]
+    gk.dask.to_zarr(kl, "kl.zarr")                             # streamed, chunk by chunk
+    idx, val = gk.dask.knn_kl(p, k=10, exclude_self=True)      # lazy [N, 10] each
+
+* ``pairwise_kl(p, q=None)``: one task per (row chunk of p, row chunk of q), each the library's
+  ``gk.pairwise_kl`` on the two chunks; the result's chunks are those pairs.
+* ``knn_kl(p, q=None, k=...)``: the same blocks, each the library's ``gk.knn_kl`` giving the k
+  best of its columns with global indices, then a tree of merges (``split_every`` lists at a
+  time) keeping the k best by (value, index): ties go to the lower index, so the result does not
+  depend on the chunking and is the single-process ``gk.knn_kl``'s, bit for bit.
+* ``kl(p, q)``, ``kl_standard_normal(p)``: row-wise, one task per row chunk (q is cut like p).
+
+The tasks run on whatever Dask scheduler computes them (``distributed`` workers, threads, ...);
+there is no scheduler, queue or pool here. Each task is one library call, which releases the GIL.
+Options are the library's, per task: ``tolerance``, ``jitter``, ``memory_budget`` (bytes the
+library may allocate for one block; the block's result and the chunks it reads are not counted)
+and ``threads`` (default 1: Dask's workers are the parallelism; 0 gives a task every core).
+
+Bad input is found by the task whose chunk holds it and raised to the caller as the library's
+``ValueError``, with the row counted in the whole batch:
+``[knn_kl] p.scale (std) must be positive and finite, found -0.5 at row 123456, column 3``.
+When several chunks hold bad values, any one of them may be the one reported. JitterWarnings are
+emitted on the workers, not to the caller.
+
+Results are those of the single-process operations on the same inputs, bit for bit, with these
+exceptions for ``pairwise_kl`` (``knn_kl`` and ``kl`` have none): float64 full-covariance q (the
+library centres the means on the mean of its batch, so a block's rounding differs from the whole
+matrix's), and float64 q = p (the library's q = p kernel rounds differently from the one for two
+batches; blocks off the diagonal are the latter's). There entries agree within the library's
+certified tolerance, ``|KL - exact| / (|exact| + 1)``; see docs/scaling.md.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+import shutil
+import uuid
+
+import dask
+import dask.array as da
+import numpy as np
+from dask.base import tokenize
+from dask.highlevelgraph import HighLevelGraph
+
+import gausskl as gk
+from gausskl import _options
+from gausskl.dask import _tasks
+from gausskl.dask._sides import Side, one_row
+
+__all__ = ["compute_all", "kl", "kl_standard_normal", "knn_kl", "pairwise_kl", "to_zarr"]
+
+
+def _option_tuple(op: str, jitter, tolerance, memory_budget, threads) -> tuple:
+    """The options as each task passes them, after the library has checked them on one row (the
+    same errors as the single-process call, raised now rather than at compute time)."""
+    jitter, memory_budget, threads = _options.common(op, jitter, memory_budget, threads)
+    if tolerance is not None:
+        tolerance = _options.tolerance(op, tolerance)
+    g = one_row()
+    kw = {"jitter": jitter, "memory_budget": memory_budget, "threads": threads}
+    if op == "kl":
+        gk.kl(g, g, **kw)
+    elif op == "kl_standard_normal":
+        gk.kl_standard_normal(g, **kw)
+    elif op == "pairwise_kl":
+        gk.pairwise_kl(g, g, tolerance=tolerance, **kw)
+    else:
+        gk.knn_kl(g, g, k=1, tolerance=tolerance, **kw)
+    return (jitter, tolerance, memory_budget, threads)
+
+
+def _out_dtype(*sides: Side):
+    return np.dtype("float64" if any(s.kind == "float64" for s in sides) else "float32")
+
+
+def _same_d(op: str, p: Side, q: Side):
+    if p.d != q.d:
+        raise ValueError(f"[{op}] p and q have D = {p.d} and D = {q.d}; D must match")
+
+
+def _array(name: str, dsk: dict, deps: list, chunks: tuple, dtype) -> da.Array:
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=deps)
+    return da.Array(graph, name, chunks=chunks, dtype=dtype,
+                    meta=np.empty((0,) * len(chunks), dtype=dtype))
+
+
+def kl(p, q, *, jitter: float = 0.0, memory_budget: int | None = 0, threads: int = 1):
+    """Row-wise ``out[i] = KL(p_i || q_i)``, lazy ``[N]`` in p's row chunks (q is cut like p; a
+    side of one distribution is paired with every row of the other). As ``gk.kl``."""
+    op = "kl"
+    options = _option_tuple(op, jitter, None, memory_budget, threads)
+    P, Q = Side(op, "p", p), Side(op, "q", q)
+    _same_d(op, P, Q)
+    if P.n == Q.n:
+        Q = Q.with_chunks(P.chunks)
+        rows, pairs = P.chunks, [(c, c) for c in range(P.nchunks)]
+    elif P.n == 1:
+        P = P.with_chunks((1,))
+        rows, pairs = Q.chunks, [(0, c) for c in range(Q.nchunks)]
+    elif Q.n == 1:
+        Q = Q.with_chunks((1,))
+        rows, pairs = P.chunks, [(c, 0) for c in range(P.nchunks)]
+    else:
+        raise ValueError(f"[{op}] p and q have N = {P.n} and N = {Q.n}; N must match or one "
+                         "side must have N = 1")
+    name = "gausskl-kl-" + tokenize(P.token(), Q.token(), options)
+    dsk = {(name, c): (_tasks.kl_block, P.form, P.keys(a), P.starts[a], Q.form, Q.keys(b),
+                       Q.starts[b], options)
+           for c, (a, b) in enumerate(pairs)}
+    return _array(name, dsk, P.arrays + Q.arrays, (rows,), _out_dtype(P, Q))
+
+
+def kl_standard_normal(p, *, jitter: float = 0.0, memory_budget: int | None = 0,
+                       threads: int = 1):
+    """``out[i] = KL(p_i || N(0, I))``, lazy ``[N]`` in p's row chunks. As
+    ``gk.kl_standard_normal``."""
+    op = "kl_standard_normal"
+    options = _option_tuple(op, jitter, None, memory_budget, threads)
+    P = Side(op, "p", p)
+    name = "gausskl-kl-standard-normal-" + tokenize(P.token(), options)
+    dsk = {(name, a): (_tasks.kl_standard_normal_block, P.form, P.keys(a), P.starts[a], options)
+           for a in range(P.nchunks)}
+    return _array(name, dsk, P.arrays, (P.chunks,), _out_dtype(P))
+
+
+def pairwise_kl(p, q=None, *, jitter: float = 0.0, tolerance: float | None = 0.0,
+                memory_budget: int | None = 0, threads: int = 1):
+    """All pairs ``out[i, j] = KL(p_i || q_j)``, a lazy ``[N, M]`` Dask array whose chunks are
+    (p's row chunks, q's row chunks): one task per pair of chunks, each the library's
+    ``gk.pairwise_kl`` on them. Without q, q = p, cut like p, and the diagonal is exactly 0.
+
+    The matrix need never be held whole: ``gk.dask.to_zarr(out, path)`` (or Dask's own
+    ``out.to_zarr``) writes it chunk by chunk. Options as in ``gk.pairwise_kl``, per task
+    (``memory_budget`` bounds the library's allocations for one block, whose result is the
+    block's own ``n_a * m_b`` values besides).
+    """
+    op = "pairwise_kl"
+    options = _option_tuple(op, jitter, tolerance, memory_budget, threads)
+    P = Side(op, "p", p)
+    Q = P if q is None else Side(op, "q", q)
+    _same_d(op, P, Q)
+    same = q is None
+    name = "gausskl-pairwise-kl-" + tokenize(P.token(), Q.token(), same, options)
+    dsk = {(name, a, b): (_tasks.pairwise_block, P.form, P.keys(a), P.starts[a], Q.form,
+                          Q.keys(b), Q.starts[b], same, options)
+           for a in range(P.nchunks) for b in range(Q.nchunks)}
+    deps = P.arrays if same else P.arrays + Q.arrays
+    return _array(name, dsk, deps, (P.chunks, Q.chunks), _out_dtype(P, Q))
+
+
+def knn_kl(p, q=None, *, k: int, exclude_self: bool = False, jitter: float = 0.0,
+           tolerance: float | None = 0.0, memory_budget: int | None = 0, threads: int = 1,
+           split_every: int = 8):
+    """Nearest neighbours by KL: for each ``p_i`` the ``k`` smallest ``KL(p_i || q_j)``,
+    ascending, ties to the lower ``j``, as lazy ``(indices, kl)``, each ``[N, k]`` in p's row
+    chunks (indices int64 into q). Without q, q = p (cut like p) and ``exclude_self=True``
+    leaves out ``j == i``.
+
+    One task per (row chunk of p, row chunk of q) gives the block's k best with global indices
+    (the library's ``gk.knn_kl``, re-scored exactly), and a tree of merges, ``split_every``
+    lists at a time, keeps the k best by (value, index). The [N, M] matrix is never held; a
+    chunk of q may have fewer than k rows. Equal, bit for bit, to ``gk.knn_kl`` on the same
+    inputs whatever the chunks. Options as in ``gk.knn_kl``, per task.
+    """
+    op = "knn_kl"
+    options = _option_tuple(op, jitter, tolerance, memory_budget, threads)
+    if isinstance(k, bool):
+        raise TypeError(f"[{op}] k must be an int, found bool")
+    k = operator.index(k)
+    split_every = max(2, operator.index(split_every))
+    exclude_self = bool(exclude_self)
+    P = Side(op, "p", p)
+    Q = P if q is None else Side(op, "q", q)
+    _same_d(op, P, Q)
+    same = q is None
+    if not same and exclude_self:
+        raise ValueError(f"[{op}] exclude_self needs q = p (call without q)")
+    max_k = Q.n - 1 if exclude_self else Q.n
+    if k < 1 or k > max_k:
+        raise ValueError(f"[{op}] k = {k} must be between 1 and "
+                         f"{'M - 1' if exclude_self else 'M'} = {max_k}")
+    dtype = _out_dtype(P, Q)
+    # float32 results: the blocks keep the exact doubles, ranked as the library ranks them.
+    in_double = dtype == np.float32
+    block_dtype = np.dtype("float64") if in_double else dtype
+    token = tokenize(P.token(), Q.token(), same, k, exclude_self, options, split_every)
+    blocks, merges = "gausskl-knn-block-" + token, "gausskl-knn-merge-" + token
+    final = "gausskl-knn-" + token
+    dsk = {}
+    for a in range(P.nchunks):
+        level = []
+        for b in range(Q.nchunks):
+            dsk[(blocks, a, b)] = (_tasks.knn_block, P.form, P.keys(a), P.starts[a], Q.form,
+                                   Q.keys(b), Q.starts[b], same, k, exclude_self,
+                                   in_double, block_dtype, options)
+            level.append((blocks, a, b))
+        depth = 0
+        while len(level) > 1:
+            groups = [level[i:i + split_every] for i in range(0, len(level), split_every)]
+            level = []
+            for g, keys in enumerate(groups):
+                key = (merges, a, depth, g)
+                dsk[key] = (_tasks.knn_merge, list(keys), k)
+                level.append(key)
+            depth += 1
+        dsk[(final, a)] = (_tasks.knn_final, level[0], k, dtype)
+    deps = P.arrays if same else P.arrays + Q.arrays
+    shared = HighLevelGraph.from_collections(final, dsk, dependencies=deps)
+    names = ("gausskl-knn-indices-" + token, "gausskl-knn-kl-" + token)
+    out = []
+    for which, (name, dt) in enumerate(zip(names, (np.dtype("int64"), dtype))):
+        parts = {(name, a, 0): (operator.getitem, (final, a), which) for a in range(P.nchunks)}
+        graph = HighLevelGraph({**shared.layers, name: parts},
+                               {**shared.dependencies, name: {final}})
+        out.append(da.Array(graph, name, chunks=(P.chunks, (k,)), dtype=dt,
+                            meta=np.empty((0, 0), dtype=dt)))
+    return tuple(out)
+
+
+def _regular(x: da.Array) -> da.Array:
+    """x in chunks Zarr can hold: all of one size along each axis but the last chunk."""
+    chunks = tuple(c if all(s == c[0] for s in c[:-1]) and c[-1] <= c[0] else c[0]
+                   for c in x.chunks)
+    return x if chunks == x.chunks else x.rechunk(chunks)
+
+
+def to_zarr(arrays, path, *, overwrite: bool = False, client=None, progress: bool = False):
+    """Writes one array, or a dict of arrays as a group ({"indices": ..., "kl": ...}), to a new
+    Zarr store at the local path, chunk by chunk (Zarr's chunks are the arrays' own), completely
+    or not at all: the store is written beside it under a temporary name and renamed once every
+    chunk is in; if a task fails, the tasks still running are let finish and the temporary store
+    is removed (Dask's own ``to_zarr`` leaves what was written). An existing store at path is an
+    error unless overwrite, which replaces it at the end.
+
+    client: the distributed Client to compute on (default: the current one if there is one, else
+    Dask's default scheduler); progress: Dask's progress bar on stderr.
+    """
+    path = os.fspath(path)
+    if os.path.exists(path) and not overwrite:
+        raise FileExistsError(f"[to_zarr] {path} exists (overwrite=True replaces it)")
+    parent = os.path.dirname(os.path.abspath(path))
+    temporary = os.path.join(parent, f".{os.path.basename(path)}.partial-{uuid.uuid4().hex[:8]}")
+    if isinstance(arrays, dict):
+        writes = [da.to_zarr(_regular(a), temporary, component=n, compute=False)
+                  for n, a in arrays.items()]
+    else:
+        writes = [da.to_zarr(_regular(arrays), temporary, compute=False)]
+    try:
+        compute_all(writes, client, progress)
+        if os.path.exists(path):
+            old = temporary + ".old"
+            os.rename(path, old)
+            os.rename(temporary, path)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(temporary, path)
+    except BaseException:
+        shutil.rmtree(temporary, ignore_errors=True)
+        raise
+
+
+def _current_client():
+    try:
+        from distributed import default_client
+
+        return default_client()
+    except (ImportError, ValueError):
+        return None
+
+
+def compute_all(collections: list, client=None, progress: bool = False) -> list:
+    """The collections computed on client (default: the current distributed Client, if any, else
+    dask.compute). When a task fails, the other tasks of the graph are cancelled and those already
+    running are waited for (a worker cannot stop them) before the error is raised, so that a
+    caller removing their output does not race with them."""
+    client = client or _current_client()
+    if client is None:
+        return list(dask.compute(*collections))
+    futures = client.compute(list(collections))
+    try:
+        if progress:
+            import contextlib
+            import sys
+
+            from distributed import progress as bar
+
+            with contextlib.redirect_stdout(sys.stderr):
+                bar(futures)
+        return client.gather(futures)
+    except BaseException:
+        # The layers' tokens: the scheduler may run tasks under fused names ("a-b-<token of
+        # b>"), which end with the token of one of the graph's own layers.
+        tokens = {str(name).rsplit("-", 1)[-1]
+                  for c in collections for name in c.__dask_graph__().layers}
+        client.cancel(futures)
+        _wait_until_idle(client, tokens)
+        raise
+
+
+def _executing(dask_worker) -> list:
+    """The keys a worker is running (distributed's WorkerState)."""
+    state = dask_worker.state
+    return [str(ts.key) for ts in (*state.executing, *state.long_running)]
+
+
+def _wait_until_idle(client, tokens: set, timeout: float = 300.0):
+    """Until no worker runs a task whose key holds one of tokens (at most timeout seconds)."""
+    import re
+    import time
+
+    words = re.compile(r"[0-9a-f]{8,}")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            running = client.run(_executing)
+        except Exception:  # noqa: BLE001 - a worker lost meanwhile runs nothing of ours
+            time.sleep(0.1)
+            continue
+        if not any(set(words.findall(k)) & tokens for ks in running.values() for k in ks):
+            return
+        time.sleep(0.05)
