@@ -1,4 +1,4 @@
-// pairwise_kl with a full-covariance q (full_pairs.hpp, the GEMM path): N = M, float64,
+// pairwise_kl with a full-covariance q (full_pairs/plan.hpp, the GEMM path): N = M, float64,
 // scale_tril factors built as bench/peers.py's "fullpair" rows build them (means N(0, 1),
 // off-diagonals N(0, 1) * 0.5 / sqrt(D), diagonal exp(0.3 N(0, 1))), on 2 threads.
 //

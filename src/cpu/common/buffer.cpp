@@ -11,15 +11,12 @@
 #include <new>
 
 #include "cpu/common/buffer.hpp"
+#include "cpu/tunables.hpp"
 
 namespace gausskl::cpu::detail {
 namespace {
 
 constexpr std::align_val_t kAlign{64};
-// Blocks smaller than this come from malloc's heap without faults; larger ones are kept while
-// the thread's kept bytes stay within kKeptBytes (every buffer of a 1024 x 1024 x 256 call).
-constexpr std::size_t kMinKept = std::size_t{64} << 10;
-constexpr std::size_t kKeptBytes = std::size_t{16} << 20;
 
 struct Kept {
   struct Block {
@@ -42,7 +39,7 @@ thread_local Kept kept;
 
 void* take_block(std::size_t bytes, std::size_t* capacity) {
   bytes = std::max<std::size_t>(bytes, 1);
-  if (bytes >= kMinKept) {
+  if (bytes >= kBufferMinKeptBytes) {
     // The smallest kept block that fits and is not more than twice the request.
     Kept::Block* best = nullptr;
     for (Kept::Block& b : kept.blocks) {
@@ -64,7 +61,7 @@ void* take_block(std::size_t bytes, std::size_t* capacity) {
 }
 
 void give_block(void* block, std::size_t capacity) noexcept {
-  if (capacity >= kMinKept && kept.bytes + capacity <= kKeptBytes) {
+  if (capacity >= kBufferMinKeptBytes && kept.bytes + capacity <= kBufferKeptBytes) {
     for (Kept::Block& b : kept.blocks) {
       if (!b.data) {
         b = {block, capacity};

@@ -1,5 +1,5 @@
-// Highway runtime dispatch of finish_diag_row (finish_diag.hpp): this file is compiled once per
-// target and the best one the CPU supports is picked at run time. Lanes are doubles; float
+// Highway runtime dispatch of finish_diag_row (diag_pairs/finish.hpp): this file is compiled once
+// per target and the best one the CPU supports is picked at run time. Lanes are doubles; float
 // results are narrowed on the store, so no row of doubles is written back. The last, partial
 // vector goes through small padded buffers (the Highway of Debian 12 has no LoadN / StoreN).
 #undef HWY_TARGET_INCLUDE
@@ -20,7 +20,7 @@ HWY_BEFORE_NAMESPACE();
 namespace gausskl::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// One vector of entries, in the scalar formula's order of operations (finish_diag.hpp); adds
+// One vector of entries, in the scalar formula's order of operations (diag_pairs/finish.hpp); adds
 // the number of entries marked to `marked`.
 template <class D, class V = hn::Vec<D>>
 HWY_INLINE V FinishVector(D d, V q, V t, V abs_t, const DiagFinishRow& row, std::size_t& marked) {

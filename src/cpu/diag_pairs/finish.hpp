@@ -1,6 +1,6 @@
-// The finish of diagonal all-pairs KL (diag_pairs.hpp) over one row of the kernel's Q: the O(1)
-// terms, each entry's error bound, and the mark of entries to recompute exactly, written in the
-// output's type. A SIMD loop per Highway target (finish_diag.cpp), chosen at run time.
+// The finish of diagonal all-pairs KL (diag_pairs/plan.hpp) over one row of the kernel's Q: the
+// O(1) terms, each entry's error bound, and the mark of entries to recompute exactly, written in
+// the output's type. A SIMD loop per Highway target (diag_pairs/finish.cpp), chosen at run time.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +19,7 @@ struct DiagFinishRow {
 // For j < n, with 2 KL = (Q_j - D) - s + t_j and its bound
 //   b = kernel_bound Q_j + kernel_abs + u (3 (Q_j + D + |s| + |t_j|) + 10 (abs_s + abs_t_j)),
 // u = 2^-53 (the kernel's bound, three roundings of the subtraction, the sums of logarithms:
-// each within 8u (diag_row_terms.hpp), summed with compensation, 2u):
+// each within 8u (diag_pairs/row_terms.hpp), summed with compensation, 2u):
 // out[j] = KL when b / 2 <= tolerance (|KL| + 1) and b / 2 <= KL / 100, else NaN, the mark of an
 // entry to recompute (KL near 0 is always recomputed, so it keeps its relative accuracy). Q is
 // never NaN (the kernel's terms are non-negative), so NaN means exactly that. out may be q when

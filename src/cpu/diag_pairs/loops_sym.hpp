@@ -1,8 +1,8 @@
 // The tiles of q = p all-pairs KL over panels of every row (pack_diag_sym): the symmetric kernel
-// (ukr_diag_sym.hpp) over the whole depth, in blocks of kDiagKC h, so that its sums are those of
-// diag_quadratic (diag_quadratic.hpp) and meet the same bound, diag_quadratic_error_bound<double>:
-// each term takes four roundings (subtract, square, add v, and the multiply-add's), within the
-// five that bound allows.
+// (diag_pairs/ukr_sym.hpp) over the whole depth, in blocks of kDiagKC h, so that its sums are those
+// of diag_quadratic (diag_pairs/bound.hpp) and meet the same bound,
+// diag_quadratic_error_bound<double>: each term takes four roundings (subtract, square, add v, and
+// the multiply-add's), within the five that bound allows.
 #pragma once
 
 #include <cstdint>

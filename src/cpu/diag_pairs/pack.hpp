@@ -1,5 +1,5 @@
 // Packing for diag_quadratic: rows of p and columns of q copied into the micro-panels the
-// microkernels read (ukr_diag.hpp).
+// microkernels read (ukr.hpp).
 #pragma once
 
 #include <cstdint>
@@ -28,14 +28,14 @@ template <class T>
 void pack_diag_q(const T* nu, const T* lam, std::int64_t ld, std::int64_t n, std::int64_t k,
                  std::int64_t nr, T* dst) noexcept;
 
-// Rows of q = p for the symmetric kernel (ukr_diag_sym.hpp), one panel of nr rows: for row
+// Rows of q = p for the symmetric kernel (diag_pairs/ukr_sym.hpp), one panel of nr rows: for row
 // c < rows and h < d,
 //   dst[h * 3 * nr + c]          = mu[c * ld + h]
 //   dst[h * 3 * nr + nr + c]     = v[c * ld + h]
 //   dst[h * 3 * nr + 2 * nr + c] = lam[c * ld + h]
 // so that the three values of one h are each nr contiguous lanes, and the kernel finds those of
 // row c at fixed offsets c, nr + c, 2 nr + c. Rows rows .. nr - 1 are zero. Writes 3 nr d values.
-// A Highway loop per target (pack_diag_sym.cpp): blocks of nr rows by nr h transposed in
+// A Highway loop per target (diag_pairs/pack_sym.cpp): blocks of nr rows by nr h transposed in
 // registers when nr is the target's vector length (a plain copy was 9% of a 100 x 100 x 256 call).
 void pack_diag_sym(const double* mu, const double* v, const double* lam, std::int64_t ld,
                    std::int64_t rows, std::int64_t d, std::int64_t nr, double* dst) noexcept;

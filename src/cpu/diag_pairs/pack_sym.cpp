@@ -1,6 +1,6 @@
-// Highway runtime dispatch of pack_diag_sym (pack_diag.hpp): this file is compiled once per target
-// and the best one the CPU supports is picked at run time. When a panel is one vector wide (the
-// symmetric kernel's tiles on AVX-512, AVX2 and SSE4), blocks of N rows by N h are loaded as N
+// Highway runtime dispatch of pack_diag_sym (diag_pairs/pack.hpp): this file is compiled once per
+// target and the best one the CPU supports is picked at run time. When a panel is one vector wide
+// (the symmetric kernel's tiles on AVX-512, AVX2 and SSE4), blocks of N rows by N h are loaded as N
 // vectors and transposed in registers; other widths, and the last h of a row, go value by value.
 #undef HWY_TARGET_INCLUDE
 // A path from src/, an include directory (__FILE__ is not reliable).

@@ -50,9 +50,6 @@ void load_row(const View<T, 2>& v, std::int64_t i, std::int64_t d, double* out) 
   }
 }
 
-// Rows per unit of work of prepare() when it writes p's rows only (any count would do).
-constexpr std::int64_t kPrepareRows = 16;
-
 // The double kernel's bound relative to the computed Q, with the roundings of its operands (v
 // within 2u, lam = (1 / sigma)^2 within 6u; each term is non-negative, so they bound the term's).
 double double_kernel_bound(std::int64_t d) {
@@ -142,8 +139,8 @@ bool DiagPairs::prepare(const DiagGaussians<T>& g, Layouts layouts, bool as_p, b
   }
   if (layouts.sym_panels)
     sym_panels_.resize(static_cast<std::size_t>(diag_sym_panels_size(rows, d, nr)));
-  // Units of rows: one micro-panel of the layout packed, else kPrepareRows.
-  const std::int64_t unit = layouts.q_packed || layouts.sym_panels ? nr : kPrepareRows;
+  // Units of rows: one micro-panel of the layout packed, else kDiagPrepareRows.
+  const std::int64_t unit = layouts.q_packed || layouts.sym_panels ? nr : kDiagPrepareRows;
   const std::int64_t units = (rows + unit - 1) / unit;
   const int workers = std::max(threads, 1);
   // Per worker: a row of scale parameters, and the unit's means, variances and precisions (and
@@ -236,7 +233,7 @@ std::int64_t DiagPairs::footprint(std::int64_t n, std::int64_t m, std::int64_t d
     const std::int64_t p_values = sat_mul(n, sat_mul(2, d));
     const std::int64_t packed = diag_packed_q_size(m, d, nr);
     return sat_add(sat_mul(bytes, sat_add(p_values, packed)),
-                   scratch(bytes, std::max(nr, kPrepareRows)));
+                   scratch(bytes, std::max(nr, kDiagPrepareRows)));
   };
   std::int64_t own = 0;
   if (self) {

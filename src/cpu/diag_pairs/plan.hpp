@@ -3,14 +3,14 @@
 // 2 KL(p_i || q_j) = Q_ij - D - S_i + T_j with Q_ij = sum_h ((mu_ih - nu_jh)^2 + v_ih) lam_jh
 // from a SIMD kernel, S_i = sum_h log v_ih and T_j = sum_h log w_jh (compensated sums of
 // diag_row_terms' logarithms). The kernel: with q = p (and the double kernel), the symmetric one
-// (diag_sym_loops.hpp), which gives Q_ij and Q_ji from one pass over a pair of rows; else
-// diag_quadratic's (diag_quadratic.hpp: in double, or in float for float inputs when the
+// (diag_pairs/loops_sym.hpp), which gives Q_ij and Q_ji from one pass over a pair of rows; else
+// diag_quadratic's (diag_pairs/bound.hpp: in double, or in float for float inputs when the
 // tolerance is loose enough for its bound, float_kernel_allowed). Every entry carries a
-// deterministic error bound (finish_diag.hpp): the kernel's relative bound on Q, the roundings
-// of its operands and of the final subtraction, and the sums' errors. Where that bound exceeds
-// `tolerance` * (KL + 1) (near-duplicates, whose KL is a small difference of D-sized numbers),
-// the entry is recomputed by the exact per-dimension form from the caller's arrays, which the
-// plan views (they must outlive it) rather than copies.
+// deterministic error bound (diag_pairs/finish.hpp): the kernel's relative bound on Q, the
+// roundings of its operands and of the final subtraction, and the sums' errors. Where that bound
+// exceeds `tolerance` * (KL + 1) (near-duplicates, whose KL is a small difference of D-sized
+// numbers), the entry is recomputed by the exact per-dimension form from the caller's arrays, which
+// the plan views (they must outlive it) rather than copies.
 #pragma once
 
 #include <algorithm>
@@ -74,7 +74,7 @@ class DiagPairs {
 
  private:
   // Entries j0 <= j < j1 of row i from the kernel's q[j - j0] into out[j - j0] (out may be q):
-  // the O(1) terms and the bound (finish_diag.hpp), then recomputation where needed.
+  // the O(1) terms and the bound (diag_pairs/finish.hpp), then recomputation where needed.
   template <class U>
   void finish_row(std::int64_t i, std::int64_t j0, std::int64_t j1, const double* q, U* out) const;
 

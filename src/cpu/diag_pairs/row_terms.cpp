@@ -1,5 +1,5 @@
-// Highway runtime dispatch of diag_row_terms (diag_row_terms.hpp): this file is compiled once per
-// target and the best one the CPU supports is picked at run time. The last, partial vector goes
+// Highway runtime dispatch of diag_row_terms (diag_pairs/row_terms.hpp): this file is compiled once
+// per target and the best one the CPU supports is picked at run time. The last, partial vector goes
 // through a small buffer padded with 1 (a valid value of every parameterization), and its
 // padding lanes are left out of the sums.
 #undef HWY_TARGET_INCLUDE

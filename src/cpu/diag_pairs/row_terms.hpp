@@ -1,6 +1,6 @@
 // The per-element terms of a diagonal row that the all-pairs plan needs from a scale parameter
 // (variances for p, precisions for q, or both when q = p) and the sum of its log-variances. A
-// Highway loop per target (diag_row_terms.cpp), chosen at run time: the logarithms were a
+// Highway loop per target (diag_pairs/row_terms.cpp), chosen at run time: the logarithms were a
 // quarter of a 1024 x 1024 x 256 pairwise call done one at a time through libm, and a scalar
 // compensated sum of them a tenth of a 100 x 100 x 256 one; Highway's Log of each value still
 // 14% of the latter, and the sum needs only the logarithm of their product.
@@ -16,7 +16,7 @@ namespace gausskl::cpu {
 struct DiagRowSums {
   // sum_h l_h, within 10u abs_log_det (u = 2^-53): as if each l_h were within 8u |l_h| and
   // summed with compensation (Neumaier's sum), the promise all-pairs KL's error bounds count on
-  // (finish_diag.hpp). See RowTerms (diag_row_terms.cpp) for how.
+  // (diag_pairs/finish.hpp). See RowTerms (diag_pairs/row_terms.cpp) for how.
   double log_det = 0;
   // An upper bound on sum_h |l_h|, within a factor 1.5 of it (it only scales error bounds).
   double abs_log_det = 0;

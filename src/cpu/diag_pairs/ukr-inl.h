@@ -1,5 +1,5 @@
-// The SIMD microkernel of diag_quadratic (signature in ukr_diag.hpp), compiled once per Highway
-// target by ukr_diag.cpp. j is the lane dimension: each h loads nr_vectors vectors of nu and of
+// The SIMD microkernel of diag_quadratic (signature in ukr.hpp), compiled once per Highway
+// target by ukr.cpp. j is the lane dimension: each h loads nr_vectors vectors of nu and of
 // lam from the packed q micro-panel and broadcasts mu and v of each of the MR rows (at fixed
 // offsets r * kDiagKC from one pointer), so every (i, j, h) costs one subtraction and two
 // multiply-adds.
@@ -17,8 +17,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "cpu/tunables.hpp"
 #include "cpu/diag_pairs/ukr.hpp"
+#include "cpu/tunables.hpp"
 #include "hwy/highway.h"
 
 // The scalar target (one lane, no UpperHalf) uses the reference kernel instead.

@@ -1,5 +1,5 @@
 // The scalar reference microkernel: plain loops over the packed panels, the same blocking of the
-// sum as the SIMD kernels (ukr_diag.hpp) so that it meets the same error bound.
+// sum as the SIMD kernels (ukr.hpp) so that it meets the same error bound.
 #include <algorithm>
 #include <type_traits>
 

@@ -1,5 +1,5 @@
-// The SIMD microkernel of q = p all-pairs (signature in ukr_diag_sym.hpp), compiled once per
-// Highway target by ukr_diag_sym.cpp. l is the lane dimension: each h loads the means,
+// The SIMD microkernel of q = p all-pairs (signature in diag_pairs/ukr_sym.hpp), compiled once per
+// Highway target by diag_pairs/ukr_sym.cpp. l is the lane dimension: each h loads the means,
 // variances and precisions of the b panel (nr_vectors vectors each) and broadcasts those of each
 // of the MR a rows (at fixed offsets from one pointer, which the compiler folds into the
 // arithmetic as embedded broadcasts on AVX-512).

@@ -1,6 +1,6 @@
 // Highway runtime dispatch of the q = p all-pairs microkernel: this file is compiled once per
 // target (AVX3, AVX2, SSE4, SSSE3, scalar) and the best one the CPU supports is picked at run
-// time. Compiled with -ffp-contract=off (CMakeLists.txt; why in ukr_diag_sym.hpp).
+// time. Compiled with -ffp-contract=off (CMakeLists.txt; why in diag_pairs/ukr_sym.hpp).
 #undef HWY_TARGET_INCLUDE
 // A path from src/, an include directory (__FILE__ is not reliable).
 #define HWY_TARGET_INCLUDE "cpu/diag_pairs/ukr_sym.cpp"

@@ -1,13 +1,13 @@
-// The microkernel of all-pairs KL with q = p (diag_sym_loops.hpp): a tile of rows a_r and
+// The microkernel of all-pairs KL with q = p (diag_pairs/loops_sym.hpp): a tile of rows a_r and
 // columns b_l gives both Q(a_r, b_l) and Q(b_l, a_r) from one s = mu_b - mu_a and s^2 per pair
 // and h. Per pair and h that is one subtraction, one multiplication, two additions and two
 // multiply-adds for two entries, against a subtraction and two multiply-adds per entry in
-// diag_quadratic's kernel (ukr_diag.hpp): on CPUs whose additions run beside their multiply-adds
+// diag_quadratic's kernel (ukr.hpp): on CPUs whose additions run beside their multiply-adds
 // (AMD Zen), 1.5 instead of 2 operations per entry on the multiply-add units.
 //
-// One fixed signature for the SIMD kernels (ukr_diag_sym-inl.h, one per Highway target) and the
-// scalar reference kernel (ukr_diag_sym_ref.cpp), which is the scalar target's kernel and the
-// tile oracle of the tests.
+// One fixed signature for the SIMD kernels (diag_pairs/ukr_sym-inl.h, one per Highway target) and
+// the scalar reference kernel (diag_pairs/ukr_sym_ref.cpp), which is the scalar target's kernel and
+// the tile oracle of the tests.
 #pragma once
 
 #include <cstdint>
@@ -20,8 +20,8 @@ struct DiagSymTile {
   std::int64_t nr;
 };
 
-// With panels as pack_diag_sym writes them (pack_diag.hpp: per h, nr means, nr variances and nr
-// precisions), a pointing at row r0 of a panel (r0 + mr <= nr) and b at a panel, both at the
+// With panels as pack_diag_sym writes them (diag_pairs/pack.hpp: per h, nr means, nr variances and
+// nr precisions), a pointing at row r0 of a panel (r0 + mr <= nr) and b at a panel, both at the
 // same h0, for r < mr, l < nr and 1 <= k <= kDiagKC:
 //   c[r * nr + l]  (+)= sum_{h < k} ((mu_b(h, l) - mu_a(h, r))^2 + v_a(h, r)) lam_b(h, l)
 //   ct[r * nr + l] (+)= sum_{h < k} ((mu_b(h, l) - mu_a(h, r))^2 + v_b(h, l)) lam_a(h, r)
@@ -51,7 +51,7 @@ void ukr_diag_sym_ref_one(std::int64_t k, const double* a, const double* b, bool
                           double* c, double* ct, const DiagSymTile& tile) noexcept;
 
 // The kernels of the SIMD target chosen at run time (Highway dynamic dispatch,
-// ukr_diag_sym.cpp).
+// diag_pairs/ukr_sym.cpp).
 DiagSymKernel diag_sym_kernel() noexcept;
 
 }  // namespace gausskl::cpu

@@ -1,4 +1,4 @@
-// The scalar reference microkernels of q = p all-pairs (ukr_diag_sym.hpp): plain loops in the
+// The scalar reference microkernels of q = p all-pairs (diag_pairs/ukr_sym.hpp): plain loops in the
 // SIMD kernels' order of operations, the multiply-add written as std::fma so that it is one
 // rounding here too (and the file is compiled with -ffp-contract=off, so that nothing else is).
 #include <cmath>

@@ -1,7 +1,7 @@
 // All-pairs KL between diagonal batches, backward (cpu/backward.hpp): the operands in double,
 // then one of two paths: a grad with one value at every pair (a sum or a mean of the matrix)
-// has closed forms (pairwise_backward_uniform.hpp); any other runs the GEMM forms
-// (pairwise_backward_gemm.hpp).
+// has closed forms (diag_pairs_backward/uniform.hpp); any other runs the GEMM forms
+// (diag_pairs_backward/gemm.hpp).
 #include <algorithm>
 
 #include "cpu/backward.hpp"

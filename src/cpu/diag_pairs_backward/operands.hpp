@@ -1,5 +1,5 @@
-// The operands of the pairwise backward (pairwise_backward.cpp): a diagonal batch's rows read
-// in double, and the chain rule from the variance to the scale parameter the caller gave.
+// The operands of the pairwise backward (diag_pairs_backward/front.cpp): a diagonal batch's rows
+// read in double, and the chain rule from the variance to the scale parameter the caller gave.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
-// The SIMD GEMM microkernel of the pairwise backward (signature in pairwise_backward_ukr.hpp),
-// compiled once per Highway target by pairwise_backward_ukr.cpp. Columns are the lane
+// The SIMD GEMM microkernel of the pairwise backward (signature in diag_pairs_backward/ukr.hpp),
+// compiled once per Highway target by diag_pairs_backward/ukr.cpp. Columns are the lane
 // dimension: each step l loads NRV vectors of B and broadcasts the MR values of A, so a step is
 // MR * NRV fused multiply-adds against NRV loads and MR broadcasts.
 

@@ -1,6 +1,6 @@
-// The microkernel of the pairwise backward's products (pairwise_backward_gemm.hpp): a double
-// GEMM tile, one fixed signature shared by the SIMD kernels (pairwise_backward_ukr-inl.h, one
-// per Highway target) and the scalar reference (pairwise_backward_ukr_ref.cpp), which is the
+// The microkernel of the pairwise backward's products (diag_pairs_backward/gemm.hpp): a double
+// GEMM tile, one fixed signature shared by the SIMD kernels (diag_pairs_backward/ukr-inl.h, one
+// per Highway target) and the scalar reference (diag_pairs_backward/ukr_ref.cpp), which is the
 // scalar target's kernel and the tests' tile oracle.
 #pragma once
 
@@ -36,7 +36,7 @@ void ukr_gemm_ref(std::int64_t m, std::int64_t n, std::int64_t k, const double* 
                   bool accumulate, double* c, std::int64_t ldc, const GemmTile& tile) noexcept;
 
 // The kernel of the SIMD target chosen at run time (Highway dynamic dispatch,
-// pairwise_backward_ukr.cpp), and that target's name.
+// diag_pairs_backward/ukr.cpp), and that target's name.
 GemmKernel gemm_kernel() noexcept;
 const char* gemm_kernel_target() noexcept;
 

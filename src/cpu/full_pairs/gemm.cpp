@@ -1,6 +1,6 @@
 // Highway runtime dispatch of full_gemm: this file is compiled once per target (AVX3, AVX2,
 // SSE4, ..., scalar) and the best one the CPU supports is picked at run time. The body is plain
-// C++ on 8-lane arrays, written in the summation order full_gemm.hpp promises; each target's
+// C++ on 8-lane arrays, written in the summation order full_pairs/gemm.hpp promises; each target's
 // compiler flags let it vectorize those arrays (one AVX-512 vector, two AVX2, four SSE).
 #undef HWY_TARGET_INCLUDE
 // A path from src/, an include directory (__FILE__ is not reliable).
@@ -19,7 +19,7 @@ constexpr int kLanes = static_cast<int>(kFullLanes);
 
 namespace hn = hwy::HWY_NAMESPACE;
 
-// The fixed tree of full_gemm.hpp: ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)).
+// The fixed tree of full_pairs/gemm.hpp: ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)).
 inline double reduce_lanes(const double* l) {
   return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
 }

@@ -1,6 +1,6 @@
-// The GEMM of full-covariance all-pairs KL (full_pairs.hpp): C = A B^T with the rows of A and
+// The GEMM of full-covariance all-pairs KL (full_pairs/plan.hpp): C = A B^T with the rows of A and
 // of B packed along the depth, so that C[i, j] is the dot product of row i of A and row j of B.
-// No ISA appears here: the SIMD target is chosen at run time (full_gemm.cpp).
+// No ISA appears here: the SIMD target is chosen at run time (full_pairs/gemm.cpp).
 #pragma once
 
 #include <cstdint>

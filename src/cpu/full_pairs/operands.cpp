@@ -262,7 +262,7 @@ void FullOperands::finish_row(std::int64_t i, std::int64_t j0, std::int64_t j1, 
     const double bound = 1.01 * (gemm + centring + ld_terms + inverse + finish);
     const double kl = 0.5 * two_kl;
     // Kept if within tolerance and if the bound is a small part of the value itself (as in
-    // diag_pairs.cpp); NaN anywhere fails both tests.
+    // diag_pairs/plan.cpp); NaN anywhere fails both tests.
     const bool keep = 0.5 * bound <= tolerance_ * (std::abs(kl) + 1) && 0.5 * bound <= 1e-2 * kl;
     out = keep ? kl : nan;
   }

@@ -2,7 +2,7 @@
 //
 // With M = Bq^{-1} Bp (lower triangular), X = Bq^{-1} Up, delta = mu_p - mu_q, and q's
 // whitened norm |y|_q^2 = y^T (I + Vq Vq^T)^{-1} y = |y - Q t|^2 + |L^{-1} t|^2, t = Q^T y
-// (prepared.hpp), so that x^T T^{-1} x = |Bq^{-1} x|_q^2:
+// (pair/layout.hpp), so that x^T T^{-1} x = |Bq^{-1} x|_q^2:
 //   2 KL = sum_k f(2 (log Bp_kk - log Bq_kk))        f(r) = e^r - 1 - r >= 0
 //        + sum_{i>k} M_ik^2
 //        + sum_k (|L^{-1} Q^T m_k|^2 - |Q^T m_k|^2)  (q low rank; m_k: column k of M)

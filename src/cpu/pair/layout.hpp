@@ -2,7 +2,7 @@
 //
 // Every family is S = B B^T + U U^T with a "base" B that is diagonal (diagonal and low-rank
 // families) or lower triangular (full), and a low-rank factor U (D x R, R = 0 unless low rank).
-// The pair formula (kl_pair.hpp) needs, per distribution:
+// The pair formula (pair/kl.hpp) needs, per distribution:
 //   mean; B; log diag B (from the input parameter directly, for the stable variance terms);
 //   for a diagonal base, 1 / diag B; for a triangular base on the q side of a pair whose p is
 //   not triangular, B^{-1} and the tail sums of its squared columns; for R > 0, with

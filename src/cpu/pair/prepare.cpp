@@ -11,7 +11,7 @@
 namespace gausskl::cpu {
 namespace {
 
-// Q, L and log|I + V^T V| for V = B^{-1} U (see prepared.hpp). Both factorizations are
+// Q, L and log|I + V^T V| for V = B^{-1} U (see pair/layout.hpp). Both factorizations are
 // Householder QRs: forming V^T V would square the condition number, and a factor much larger
 // than the diagonal (|V|^2 ~ 1e10) would lose every digit of the small directions.
 void prepare_low_rank_terms(const Layout& lay, double* slot, double* scratch) {

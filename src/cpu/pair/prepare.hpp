@@ -1,4 +1,4 @@
-// Bringing each input distribution to the internal form of prepared.hpp.
+// Bringing each input distribution to the internal form of pair/layout.hpp.
 #pragma once
 
 #include <atomic>

@@ -21,7 +21,7 @@ namespace gausskl::cpu {
 namespace {
 
 // Diagonal p and diagonal q (or q = N(0, I)), the VAE KL term, skip all of that: the SIMD kernel
-// of rowwise_diag.hpp reads the views in place and cannot fail, so it writes the results as it
+// of rowwise/ukr_diag.hpp reads the views in place and cannot fail, so it writes the results as it
 // goes (through a small block of doubles for float results) and allocates nothing, unless `out`
 // overlaps an input: then all results wait in a buffer until the last row has been read.
 template <class T>
@@ -94,7 +94,7 @@ void kl_rowwise_diag(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t 
 }
 
 // Full p and full q, both given by their factors, scale_tril or packed_scale_tril (the factors
-// every full path would compute anyway): the SIMD kernel of rowwise_full.hpp reads the views in
+// every full path would compute anyway): the SIMD kernel of rowwise/ukr_full.hpp reads the views in
 // place and cannot fail, so only its scratch (per worker, a few tens of KiB at D = 32) and the
 // result buffer are allocated.
 template <class T>

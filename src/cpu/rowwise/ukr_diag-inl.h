@@ -1,5 +1,5 @@
-// The SIMD row-wise diagonal KL kernel (rowwise_diag.hpp), compiled once per Highway target by
-// rowwise_diag.cpp.
+// The SIMD row-wise diagonal KL kernel (rowwise/ukr_diag.hpp), compiled once per Highway target by
+// rowwise/ukr_diag.cpp.
 //
 // Design: h is the lane dimension and every lane is a double (float input is widened on load, as
 // everywhere in the library); one vector accumulator per row. The row loop is instantiated per
@@ -41,7 +41,7 @@
 // rows instead), one division at most per log, and two short rows interleaved so that their
 // latencies overlap. The measurements are in tunables.hpp and the commits that made each change.
 //
-// Accuracy (double lanes): against the long-double reference (tests/cpu/rowwise_diag_test.cpp),
+// Accuracy (double lanes): against the long-double reference (tests/cpu/rowwise/ukr_diag_test.cpp),
 // max |got - ref| / (|ref| + 1) ~ 4e-15 for float and double input.
 
 // Per-target include guard: toggled so that foreach_target.h re-includes this file per target.
@@ -58,8 +58,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "cpu/rowwise/ukr_diag.hpp"
 #include "cpu/common/stable.hpp"
+#include "cpu/rowwise/ukr_diag.hpp"
 #include "cpu/tunables.hpp"
 #include "gausskl/types.hpp"
 #include "hwy/contrib/math/math-inl.h"
@@ -75,10 +75,6 @@ using DD = hn::ScalableTag<double>;
 using VD = hn::Vec<DD>;
 using DI = hn::RebindToSigned<DD>;
 using VI = hn::Vec<DI>;
-
-// h per chunk of a strided row: a multiple of every target's lane count, and small enough that
-// the four chunk buffers (8 KiB of double) stay on the stack and in L1.
-constexpr std::int64_t kChunk = 256;
 
 // e^r - 1 - r for r past kExpm1Max takes the scalar path (the term overflows to inf near
 // r = 709.78, as libm's). Below kExpMin, e^r is far below an ulp of 1 + |r|, and r is clamped
@@ -486,7 +482,7 @@ void RowsOf(const Terms& terms, DiagParam pp, DiagParam qp, const DiagGaussians<
       return fn(d, pm, ps, pm, ps, guard);
     }
   };
-  HWY_ALIGN T buf[4][kChunk];
+  HWY_ALIGN T buf[4][kRowwiseDiagStridedChunk];
   const RowPtrs<T> chunk{buf[0], buf[1], buf[2], buf[3]};
   // The accumulator of row i: its terms summed per lane in h order.
   const auto row_terms = [&](const auto& fn, std::int64_t i, VD& guard) {
@@ -500,8 +496,8 @@ void RowsOf(const Terms& terms, DiagParam pp, DiagParam qp, const DiagGaussians<
     // Strided: chunks gathered into the buffers, padded to whole vectors.
     const T* src[4] = {row.p_mean, row.p_scale, row.q_mean, row.q_scale};
     const T pad[4] = {T(0), static_cast<T>(pad_p), T(0), static_cast<T>(pad_q)};
-    for (std::int64_t h0 = 0; h0 < dims; h0 += kChunk) {
-      const std::int64_t count = std::min(kChunk, dims - h0);
+    for (std::int64_t h0 = 0; h0 < dims; h0 += kRowwiseDiagStridedChunk) {
+      const std::int64_t count = std::min(kRowwiseDiagStridedChunk, dims - h0);
       const std::int64_t padded = (count + lanes - 1) / lanes * lanes;
       for (int a = 0; a < (kTwoSided ? 4 : 2); ++a) {
         for (std::int64_t k = 0; k < count; ++k)

@@ -1,4 +1,4 @@
-// Highway runtime dispatch of the row-wise diagonal kernel (rowwise_diag-inl.h): this file is
+// Highway runtime dispatch of the row-wise diagonal kernel (rowwise/ukr_diag-inl.h): this file is
 // compiled once per target (AVX3, AVX2, SSE4, SSSE3, scalar) and the best one the CPU supports is
 // picked at run time, on every call (so tests that force a target reach it through kl_rowwise).
 #undef HWY_TARGET_INCLUDE

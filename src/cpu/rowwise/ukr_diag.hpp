@@ -1,6 +1,6 @@
-// Row-wise KL between diagonal Gaussians, the VAE KL term: the SIMD kernel (rowwise_diag-inl.h,
-// one per Highway target, picked at run time by rowwise_diag.cpp) and its portable scalar
-// reference (rowwise_diag_ref.cpp). Both read the caller's strided views directly: no prepared
+// Row-wise KL between diagonal Gaussians, the VAE KL term: the SIMD kernel (rowwise/ukr_diag-inl.h,
+// one per Highway target, picked at run time by rowwise/ukr_diag.cpp) and its portable scalar
+// reference (rowwise/ukr_diag_ref.cpp). Both read the caller's strided views directly: no prepared
 // copies, no allocation, nothing that can fail.
 //
 // Per row, with r_h = log v_h - log w_h (v, w: the variances of p and q; DESIGN.md §2):

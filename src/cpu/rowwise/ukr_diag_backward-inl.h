@@ -1,9 +1,9 @@
-// The SIMD kernel of rowwise_diag_backward.hpp, compiled once per Highway target by
-// rowwise_diag_backward.cpp.
+// The SIMD kernel of rowwise/ukr_diag_backward.hpp, compiled once per Highway target by
+// rowwise/ukr_diag_backward.cpp.
 //
 // h is the lane dimension and every lane is a double (float input is widened on load, float
 // gradients narrowed on store). Per vector of h: lam and E from the parameters as the pairing
-// allows (rowwise_diag_backward.hpp), then each wanted gradient times the row's weight grad[i],
+// allows (rowwise/ukr_diag_backward.hpp), then each wanted gradient times the row's weight grad[i],
 // stored to its row or added to its sum. The formulas need a reciprocal only for std and var q
 // (lam), precision p (v), and each side's phi'(x) = k / x when that side's scale gradient is
 // wanted (divisions bound the std and var cases). No logarithms: the forward's r = log v - log w
@@ -63,7 +63,7 @@ HWY_INLINE VD Pow2(DD d, hn::Vec<hn::Rebind<std::int32_t, DD>> e) {
 
 // e^x - 1 per lane, branch-free: with q = round(x / ln 2) and t = x - q ln 2 (|t| <= ln(2) / 2;
 // t = x when q = 0), e^t - 1 = t + t^2 P(t), P the Taylor polynomial of the forward kernel's
-// Expm1MinusX (rowwise_diag-inl.h: to 1/13!, 2^-57 relative), evaluated by Estrin's scheme:
+// Expm1MinusX (rowwise/ukr_diag-inl.h: to 1/13!, 2^-57 relative), evaluated by Estrin's scheme:
 // four levels of FMAs where Horner's twelve made the VAE case wait on FMA latency (1.34 ->
 // 1.0 ns per element, AVX3, 4096 x 256 float). Then e^x - 1 = 2^q (e^t - 1) + (2^q - 1): exact
 // in the rounding of its terms for q = 0 (relative accuracy near 0, exactly 0 at 0), and
@@ -100,7 +100,7 @@ HWY_INLINE VD Expm1(DD d, VD x) {
   return hn::MulAdd(scale, em1, hn::Sub(scale, hn::Set(d, 1.0)));
 }
 
-// How E = v / w - 1 is formed (rowwise_diag_backward.hpp).
+// How E = v / w - 1 is formed (rowwise/ukr_diag_backward.hpp).
 enum class Pairing {
   standard,  // q = N(0, I): against w = 1, from p's parameter alone
   same,      // both std, both var or both precision: from the parameters' difference

@@ -1,5 +1,5 @@
 // Highway runtime dispatch of the row-wise diagonal backward kernel
-// (rowwise_diag_backward-inl.h): compiled once per target, the best one the CPU supports picked
+// (rowwise/ukr_diag_backward-inl.h): compiled once per target, the best one the CPU supports picked
 // at run time on every call (so tests that force a target reach it).
 #undef HWY_TARGET_INCLUDE
 // A path from src/, an include directory (__FILE__ is not reliable).

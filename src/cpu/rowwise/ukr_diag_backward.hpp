@@ -1,6 +1,6 @@
 // Gradients of row-wise KL between diagonal Gaussians (the VAE KL term's backward): the SIMD
-// kernel (rowwise_diag_backward-inl.h, one per Highway target, picked at run time by
-// rowwise_diag_backward.cpp). Reads the caller's strided views in place, allocates nothing,
+// kernel (rowwise/ukr_diag_backward-inl.h, one per Highway target, picked at run time by
+// rowwise/ukr_diag_backward.cpp). Reads the caller's strided views in place, allocates nothing,
 // cannot fail.
 //
 // Per dimension, with v, w the variances of p and q, lam = 1 / w, delta = mu - nu,

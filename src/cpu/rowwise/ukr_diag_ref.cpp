@@ -1,4 +1,4 @@
-// The scalar reference of the row-wise diagonal kernel (rowwise_diag.hpp).
+// The scalar reference of the row-wise diagonal kernel (rowwise/ukr_diag.hpp).
 #include <algorithm>
 
 #include "cpu/common/diag_terms.hpp"

@@ -1,5 +1,5 @@
-// The SIMD row-wise full-covariance KL kernel (rowwise_full.hpp), compiled once per Highway
-// target by rowwise_full.cpp.
+// The SIMD row-wise full-covariance KL kernel (rowwise/ukr_full.hpp), compiled once per Highway
+// target by rowwise/ukr_full.cpp.
 //
 // Per row pair, in double lanes:
 //   1. staging: Lq's lower triangle widened into a padded buffer (its entries are broadcast many
@@ -26,9 +26,9 @@
 // in L2 3-9% slower than scale_tril (masked staging), 3-5% more with log diagonals (Exp);
 // streamed (N = 4096) 24-26% faster (half the bytes).
 //
-// Accuracy: as the prepared path (tri_squares.hpp, kl_pair.hpp) up to one extra rounding per
-// entry from the reciprocal; Log within 4 ulp, f as rowwise_diag-inl.h. Measured against the
-// long-double reference (tests/cpu/rowwise_full_test.cpp): ~1e-14 for float and double input.
+// Accuracy: as the prepared path (tri_squares.hpp, pair/kl.hpp) up to one extra rounding per
+// entry from the reciprocal; Log within 4 ulp, f as rowwise/ukr_diag-inl.h. Measured against the
+// long-double reference (tests/cpu/rowwise/ukr_full_test.cpp): ~1e-14 for float and double input.
 
 // Per-target include guard: toggled so that foreach_target.h re-includes this file per target.
 #if defined(GAUSSKL_CPU_ROWWISE_FULL_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -42,9 +42,9 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "cpu/common/stable.hpp"
 #include "cpu/rowwise/ukr_diag-inl.h"
 #include "cpu/rowwise/ukr_full.hpp"
-#include "cpu/common/stable.hpp"
 #include "cpu/tunables.hpp"
 #include "gausskl/types.hpp"
 #include "hwy/contrib/math/math-inl.h"

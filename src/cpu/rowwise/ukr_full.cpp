@@ -1,6 +1,6 @@
-// Highway runtime dispatch of the row-wise full-covariance kernel (rowwise_full-inl.h): this file
-// is compiled once per target and the best one the CPU supports is picked at run time, on every
-// call (so tests that force a target reach it through kl_rowwise).
+// Highway runtime dispatch of the row-wise full-covariance kernel (rowwise/ukr_full-inl.h): this
+// file is compiled once per target and the best one the CPU supports is picked at run time, on
+// every call (so tests that force a target reach it through kl_rowwise).
 #undef HWY_TARGET_INCLUDE
 // A path from src/, an include directory (__FILE__ is not reliable).
 #define HWY_TARGET_INCLUDE "cpu/rowwise/ukr_full.cpp"

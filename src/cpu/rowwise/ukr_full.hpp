@@ -1,6 +1,6 @@
 // Row-wise KL between full Gaussians both given by their factors (scale_tril or
 // packed_scale_tril, either with a log diagonal), read in place: the SIMD kernel
-// (rowwise_full-inl.h, one per Highway target, picked at run time by rowwise_full.cpp). No
+// (rowwise/ukr_full-inl.h, one per Highway target, picked at run time by rowwise/ukr_full.cpp). No
 // prepared copies and nothing that can fail: validated factors have a positive diagonal.
 //
 // Per row (DESIGN.md §2), with delta = mu_p - mu_q and M = Lq^{-1} [delta | Lp] (the mean

@@ -1,10 +1,10 @@
-// The SIMD kernel of rowwise_full_backward.hpp, compiled once per Highway target by
-// rowwise_full_backward.cpp.
+// The SIMD kernel of rowwise/ukr_full_backward.hpp, compiled once per Highway target by
+// rowwise/ukr_full_backward.cpp.
 //
 // Per row pair, in double, on row-major staged matrices whose rows are vectors of columns:
 //   1. staging: the diagonals (exp of log diagonals, D_kk, 1 / Lq_kk, 1 / Lp_kk, N_kk) as
 //      vectors over k; the strictly lower rows of Lq and Lp, zero-padded; each column's form
-//      (rowwise_full_backward.hpp) from the weighted column sums of |D| and |Lp|;
+//      (rowwise/ukr_full_backward.hpp) from the weighted column sums of |D| and |Lp|;
 //      X = [delta | D or Lp by column];
 //   2. X <- Lq^{-1} X by forward substitution (row r of X is nonzero in columns 0 .. r + 1
 //      only: a staircase, so row j contributes its first vectors only);
@@ -505,7 +505,7 @@ void PairRow(DD d, const Work& w, const FullGaussians<T>& p, const FullGaussians
       gram(std::integral_constant<int, 1>(), r0);
   }
 
-  // 5. The gradients, times g (rowwise_full_backward.hpp). Column 0 of X is Lq^{-T} y;
+  // 5. The gradients, times g (rowwise/ukr_full_backward.hpp). Column 0 of X is Lq^{-T} y;
   // columns 1 .. r + 1 of row r are row r of Z.
   if (sp.mean.wanted()) PutMean(sp.mean, dims, ip, g, w.x, ldx);
   if (sq.mean.wanted()) PutMean(sq.mean, dims, iq, -g, w.x, ldx);

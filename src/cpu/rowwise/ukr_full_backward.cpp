@@ -1,5 +1,5 @@
 // Highway runtime dispatch of the row-wise full-covariance backward kernel
-// (rowwise_full_backward-inl.h): compiled once per target, the best one the CPU supports picked
+// (rowwise/ukr_full_backward-inl.h): compiled once per target, the best one the CPU supports picked
 // at run time on every call (so tests that force a target reach it).
 #undef HWY_TARGET_INCLUDE
 // A path from src/, an include directory (__FILE__ is not reliable).

@@ -1,7 +1,7 @@
 // Gradients of row-wise KL between full Gaussians given by Cholesky factors (scale_tril or
 // packed_scale_tril, any mix, log diagonals allowed), and of such a p against N(0, I): the SIMD
-// kernel (rowwise_full_backward-inl.h, one per Highway target, picked at run time by
-// rowwise_full_backward.cpp). Reads the factors in place; nothing to allocate but the scratch
+// kernel (rowwise/ukr_full_backward-inl.h, one per Highway target, picked at run time by
+// rowwise/ukr_full_backward.cpp). Reads the factors in place; nothing to allocate but the scratch
 // the caller passes, nothing that can fail (validated factors have a positive diagonal).
 //
 // Per row pair, with delta = mu_p - mu_q, y = Lq^{-1} delta, M = Lq^{-1} Lp:

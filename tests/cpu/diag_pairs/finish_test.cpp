@@ -1,4 +1,4 @@
-// finish_diag_row on every compiled Highway target against the formula of finish_diag.hpp
+// finish_diag_row on every compiled Highway target against the formula of diag_pairs/finish.hpp
 // written out in scalar code here: kept entries, marks (NaN) and their count, every length
 // around the vector widths, float and double output, in place for double.
 #include "cpu/diag_pairs/finish.hpp"

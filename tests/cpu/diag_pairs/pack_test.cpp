@@ -76,8 +76,8 @@ TEST(PackDiag, DoubleOffsetRowsAndDepth) {
   EXPECT_EQ(dst[2 * mr * kDiagKC + (mr + 1) * kDiagKC + 3], 0.0);
 }
 
-// On every target: panels one vector wide take the in-register transposes (pack_diag_sym.cpp),
-// the others and the last h go value by value.
+// On every target: panels one vector wide take the in-register transposes
+// (diag_pairs/pack_sym.cpp), the others and the last h go value by value.
 class PackDiagSym : public hwy::TestWithParamTarget {};
 HWY_TARGET_INSTANTIATE_TEST_SUITE_P(PackDiagSym);
 

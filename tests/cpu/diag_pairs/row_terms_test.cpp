@@ -31,7 +31,7 @@ TEST_P(DiagRowTerms, MatchesLibm) {
   for (const DiagParam param :
        {DiagParam::stddev, DiagParam::var, DiagParam::logvar, DiagParam::precision}) {
     // Every length around the vector widths, and rows long enough for several products of
-    // kProductTerms factors per lane (diag_row_terms.cpp).
+    // kProductTerms factors per lane (diag_pairs/row_terms.cpp).
     std::vector<std::int64_t> lengths;
     for (std::int64_t n = 0; n <= 37; ++n)
       lengths.push_back(n);

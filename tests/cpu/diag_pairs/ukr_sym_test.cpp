@@ -1,4 +1,4 @@
-// The q = p microkernel (ukr_diag_sym.hpp) of every compiled Highway target, and the scalar
+// The q = p microkernel (diag_pairs/ukr_sym.hpp) of every compiled Highway target, and the scalar
 // reference kernels, on one tile: c and ct against long-double sums of the packed values within
 // diag_quadratic's bound; `one` bitwise `both`'s c; each entry bitwise the same from c and from
 // ct of the tile with a and b swapped; accumulation into c and ct.

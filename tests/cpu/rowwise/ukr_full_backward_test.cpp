@@ -341,7 +341,7 @@ TEST_P(RowwiseFullBackward, WorkedByHand) {
 // finite doubles, the kernel's gradients are finite and within the bar. Rows where an exact
 // gradient overflows (dKL/dLq ~ |y|^2 / Lq_kk can, with KL ~ |y|^2 finite) are only counted:
 // there a 0 coefficient meeting the overflow can make a neighbouring entry NaN
-// (rowwise_full_backward.hpp).
+// (rowwise/ukr_full_backward.hpp).
 TEST_P(RowwiseFullBackward, ExtremeDiagonals) {
   const std::int64_t d = 4;
   const std::vector<double> scales = {1e-150, 1e150, 1e-75, 1.0};
