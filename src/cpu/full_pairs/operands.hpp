@@ -7,12 +7,12 @@
 //   2 KL_ij = a_i . b_j + c_j - d - s_i + t_j,
 //   a_i = [vech(G_i), mu_i],  b_j = [vech(P_j) with off-diagonals doubled, -2 P_j nu_j],
 //   c_j = nu_j' P_j nu_j,  s_i = log|S_i|,  t_j = log|T_j|,
-// a GEMM of depth K = d(d+1)/2 + d (full_pairs/gemm.hpp) after O(d^3) work per distribution, done
-// in long double and rounded once to double. P_j comes from W = L^{-1} (T = L L'), and its error is
-// measured, not assumed: with R = W L - I (computed in long double) and rho >= ||R||_2, W = (I + R)
-// L^{-1}, so ||W x||^2 is within (2 rho + rho^2) of x' P x relative, for every x: the quadratic
-// part Q = tr(P S) + delta' P delta is off by at most that much *relative to Q itself*, whatever
-// the condition of T (only its effect on rho remains).
+// a GEMM of depth K = d(d+1)/2 + d (full_pairs/gemm.hpp) after O(d^3) work per distribution,
+// done in long double and rounded once to double. P_j comes from W = L^{-1} (T = L L'), and its
+// error is measured, not assumed: with R = W L - I (computed in long double) and
+// rho >= ||R||_2, W = (I + R) L^{-1}, so ||W x||^2 is within (2 rho + rho^2) of x' P x
+// relative, for every x: the quadratic part Q = tr(P S) + delta' P delta is off by at most that
+// much *relative to Q itself*, whatever the condition of T (only its effect on rho remains).
 //
 // The bound on 2 KL of entry (i, j), with u = 2^-53, u' = 2^-64 and the computed y = a_i . b_j:
 //   gemm:   full_gemm_error_bound(K + 3 operand roundings) * (|vech G_i| |vech b_j| + |mu_i|

@@ -34,12 +34,8 @@
 // - k ln2) + s (m - 1 - R(s)), with delta itself for m - 1 when k = 0: then the first part is 0
 // and h = s (delta - R(s)) ~ delta^2 / 2, accurate relative to itself (within 1e-15 of h).
 //
-// Why this shape: on the AVX-512 machine of tunables.hpp a 512-bit operation issues at about one
-// a cycle whatever it is (FMAs, converts, permutes, integer operations alike; a division takes
-// nine), and the kernels are bound by that count, not by memory: 16 table entries instead of a
-// longer polynomial, no branch or compare per vector (logvar pairs check their range per group of
-// rows instead), one division at most per log, and two short rows interleaved so that their
-// latencies overlap. The measurements are in tunables.hpp and the commits that made each change.
+// Why this shape: the kernels are bound by the count of vector operations, not by memory
+// (bench/README.md, "Kernel measurements"): a table over a longer polynomial, no branch per vector.
 //
 // Accuracy (double lanes): against the long-double reference (tests/cpu/rowwise/ukr_diag_test.cpp),
 // max |got - ref| / (|ref| + 1) ~ 4e-15 for float and double input.

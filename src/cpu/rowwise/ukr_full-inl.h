@@ -19,12 +19,8 @@
 // than the FMAs), except on M's diagonal, which is exactly 1 where Lp_ii = Lq_ii: with Lq = Lp
 // every entry left of it then cancels exactly, so KL(p || p) stays 0.
 //
-// Measured (AVX3, 4096 x 32 float, one thread, kl_rowwise alone; tunables.hpp has the tile):
-// ~0.85 us a pair with the factors in L2, ~1.2 us streaming them from L3. Software prefetch of
-// the next pair's rows, 1 to 8 pairs ahead, measured flat (4.9-5.1 ms for the batch), so none.
-// Packed factors (gausskl_bench_rowwise_kernel, D = 32, CPU time, min of 8 on a loaded machine):
-// in L2 3-9% slower than scale_tril (masked staging), 3-5% more with log diagonals (Exp);
-// streamed (N = 4096) 24-26% faster (half the bytes).
+// No software prefetch: it measured flat. Cost per pair, and packed against scale_tril factors:
+// bench/README.md, "Kernel measurements".
 //
 // Accuracy: as the prepared path (tri_squares.hpp, pair/kl.hpp) up to one extra rounding per
 // entry from the reciprocal; Log within 4 ulp, f as rowwise/ukr_diag-inl.h. Measured against the
