@@ -1,4 +1,4 @@
-// pairwise_kl with a full-covariance q (full_pairs.hpp, the GEMM path): N = M, float64,
+// pairwise_kl with a full-covariance q (full_pairs/plan.hpp, the GEMM path): N = M, float64,
 // scale_tril factors built as bench/peers.py's "fullpair" rows build them (means N(0, 1),
 // off-diagonals N(0, 1) * 0.5 / sqrt(D), diagonal exp(0.3 N(0, 1))), on 2 threads.
 //
@@ -12,8 +12,8 @@
 #include <span>
 #include <vector>
 
-#include "cpu/full_pairs.hpp"
-#include "cpu/prepare.hpp"
+#include "cpu/full_pairs/operands.hpp"
+#include "cpu/pair/prepare.hpp"
 #include "gausskl/gausskl.hpp"
 
 namespace {
@@ -44,13 +44,13 @@ gausskl::FullGaussians<double> view(const Side& s, std::int64_t n, std::int64_t 
           gausskl::contiguous<double, 3>(s.tril.data(), {n, d, d}), gausskl::FullParam::scale_tril};
 }
 
-// Share of entries FullPairs flags for exact re-scoring (q = p's diagonal excluded).
+// Share of entries FullOperands flags for exact re-scoring (q = p's diagonal excluded).
 double rescored_share(const gausskl::Gaussians<double>& p, const gausskl::Gaussians<double>& q) {
   using namespace gausskl::cpu;
   PreparedBatch pb(layout_for(p, false), p.n()), qb(layout_for(q, false), q.n());
   prepare_range(p, 0, p.n(), pb, 2);
   prepare_range(q, 0, q.n(), qb, 2);
-  const FullPairs plan(qb, q.n(), &pb, p.n(), 1e-13, 2);
+  const FullOperands plan(qb, q.n(), &pb, p.n(), 1e-13, 2);
   std::vector<double> out(static_cast<std::size_t>(p.n() * q.n()));
   plan.rows(0, p.n(), 0, q.n(), out.data(), q.n());
   std::int64_t flagged = 0;

@@ -1,5 +1,6 @@
-// The diag_quadratic kernel (src/cpu/diag_quadratic.hpp) alone, single-threaded, on every SIMD
-// target this CPU supports: Q[i, j] = sum_h ((mu_ih - nu_jh)^2 + v_ih) lam_jh for N = M rows.
+// The diagonal all-pairs loop nest (src/cpu/diag_pairs/loops.hpp) with the chosen kernel alone,
+// single-threaded, on every SIMD target this CPU supports: Q[i, j] = sum_h ((mu_ih - nu_jh)^2 +
+// v_ih) lam_jh for N = M rows.
 //
 // Counters: gflops_eq counts 3 operations per (i, j, h) (subtract, two multiply-adds), the work
 // the kernel does; ns_per_ijh is the time per (i, j, h). The floor to read them against is one
@@ -17,11 +18,12 @@
 #include <vector>
 
 #include "bench_data.hpp"
-#include "cpu/diag_quadratic.hpp"
-#include "cpu/diag_sym_loops.hpp"
-#include "cpu/pack_diag.hpp"
-#include "cpu/ukr_diag_sym.hpp"
+#include "cpu/diag_pairs/loops.hpp"
+#include "cpu/diag_pairs/pack.hpp"
+#include "cpu/diag_pairs/ukr.hpp"
+#include "cpu/diag_pairs/ukr_sym.hpp"
 #include "hwy/targets.h"
+#include "support/diag_sym_quadratic.hpp"
 
 namespace {
 
@@ -34,8 +36,10 @@ void BM_diag_quadratic(benchmark::State& state, std::int64_t target) {
   const std::vector<T> mu = random<T>(n * d, -1, 1, 1), v = random<T>(n * d, 0.5, 2, 2);
   const std::vector<T> nu = random<T>(n * d, -1, 1, 3), lam = random<T>(n * d, 0.5, 2, 4);
   std::vector<double> q(n * n);
+  const gausskl::cpu::DiagKernel<T> kernel = gausskl::cpu::diag_kernel<T>();
   for (auto _ : state) {
-    gausskl::cpu::diag_quadratic(mu.data(), v.data(), n, nu.data(), lam.data(), n, d, q.data(), n);
+    gausskl::cpu::diag_quadratic_loops(kernel, mu.data(), v.data(), n, nu.data(), lam.data(), n, d,
+                                       q.data(), n);
     benchmark::DoNotOptimize(q.data());
     benchmark::ClobberMemory();
   }
@@ -44,12 +48,13 @@ void BM_diag_quadratic(benchmark::State& state, std::int64_t target) {
       benchmark::Counter(3 * ijh * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["ns_per_ijh"] = benchmark::Counter(
       ijh * 1e-9, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
-  state.SetLabel(gausskl::cpu::diag_quadratic_target());
+  state.SetLabel(gausskl::cpu::diag_kernel_target());
   hwy::SetSupportedTargetsForTest(0);
 }
 
-// The q = p kernel (ukr_diag_sym.hpp) over all n x n entries (diag_sym_quadratic): both
-// directions per tile (range(2) = 0) or the one-sided kernel on every tile (1), from packed panels.
+// The q = p kernel (ukr_sym.hpp) over all n x n entries (tests/support/diag_sym_quadratic.hpp):
+// both directions per tile (range(2) = 0) or the one-sided kernel on every tile (1), from packed
+// panels.
 void BM_diag_sym(benchmark::State& state, std::int64_t target) {
   hwy::SetSupportedTargetsForTest(target);
   const std::int64_t n = state.range(0), d = state.range(1);
@@ -68,7 +73,7 @@ void BM_diag_sym(benchmark::State& state, std::int64_t target) {
   }
   std::vector<double> q(n * n);
   for (auto _ : state) {
-    gausskl::cpu::diag_sym_quadratic(kernel, panels.data(), n, d, q.data(), n, one_sided);
+    gausskl::test::diag_sym_quadratic(kernel, panels.data(), n, d, q.data(), n, one_sided);
     benchmark::DoNotOptimize(q.data());
     benchmark::ClobberMemory();
   }

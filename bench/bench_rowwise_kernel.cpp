@@ -1,10 +1,10 @@
-// The row-wise diagonal kernel (src/cpu/rowwise_diag.hpp) alone, single-threaded, without the
+// The row-wise diagonal kernel (src/cpu/rowwise/ukr_diag.hpp) alone, single-threaded, without the
 // validation kl() does first: on every SIMD target this CPU supports, and the scalar reference
 // (libm, the path kl() took before the kernel). N = 4096 rows; per_element is the time per
 // (i, h); D = 32 is the VAE's. Cases: stddev || stddev (data as bench_rowwise's BM_kl_diag),
 // logvar || N(0, I) (the VAE term), logvar || logvar (a VAE with a learned prior), and
 // near-duplicates (stddev q = p (1 + 1e-6 u): every |r| is small).
-// Also the row-wise factor kernel (src/cpu/rowwise_full.hpp), D = 32, with N = 128 pairs (the
+// Also the row-wise factor kernel (src/cpu/rowwise/ukr_full.hpp), D = 32, with N = 128 pairs (the
 // factors stay in L2) and N = 4096 (33 MB of float factors, streamed from L3); per_pair is the
 // time per row. Factors as scale_tril, and packed_scale_tril (the same factors) without and with
 // log diagonals (`packed`, `packed_log`).
@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "bench_data.hpp"
-#include "cpu/rowwise_diag.hpp"
-#include "cpu/rowwise_full.hpp"
+#include "cpu/rowwise/ukr_diag.hpp"
+#include "cpu/rowwise/ukr_full.hpp"
 #include "hwy/aligned_allocator.h"
 #include "hwy/targets.h"
 

@@ -211,7 +211,7 @@ def diag_inputs(n, m, d, seed=0):
 
 
 def adversarial_inputs(n, m, d, seed=1):
-    """The issue's adversarial set, as tests/cpu/diag_quadratic_test.cpp builds it."""
+    """The issue's adversarial set, as tests/cpu/diag_pairs/loops_test.cpp builds it."""
     import numpy as np
     rng = np.random.default_rng(seed)
     mean = 1e3 + rng.standard_normal((n, d))

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/error.hpp"
+#include "util/show.hpp"
 
 namespace gausskl::cli {
 

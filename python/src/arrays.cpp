@@ -8,7 +8,7 @@
 #include <new>
 #include <stdexcept>
 
-#include "core/block_buffer.hpp"
+#include "util/block_buffer.hpp"
 
 namespace gausskl::python {
 namespace {

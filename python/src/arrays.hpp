@@ -43,7 +43,7 @@ bool grad_enabled();
 
 // An uninitialized C-contiguous result of the given shape, made by `api`'s framework (null:
 // NumPy). Results of kMappedBytes or more live in the library's BlockBuffer (mapped for this
-// array, unmapped when the framework frees it; see core/block_buffer.hpp); smaller ones come
+// array, unmapped when the framework frees it; see util/block_buffer.hpp); smaller ones come
 // from the framework's allocator.
 struct Result {
   nb::object object;

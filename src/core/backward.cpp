@@ -1,5 +1,5 @@
-// The gradient operations (gausskl/gradients.hpp): validate as the forward operations do, then
-// dispatch to the CPU backend.
+// The gradient operations (gausskl/gradients.hpp): plan and validate as the forward operations
+// do, then hand the plan to the CPU backend.
 #include <algorithm>
 #include <new>
 #include <string>
@@ -7,11 +7,9 @@
 #include "core/error.hpp"
 #include "core/names.hpp"
 #include "core/options.hpp"
+#include "core/plan.hpp"
 #include "core/validate.hpp"
-#include "cpu/all_pairs.hpp"
-#include "cpu/backend.hpp"
 #include "cpu/backward.hpp"
-#include "cpu/parallel.hpp"
 #include "gausskl/gradients.hpp"
 
 namespace gausskl {
@@ -85,11 +83,11 @@ void kl_backward_impl(const Gaussians<T>& p, const Gaussians<T>& q, std::span<co
                       const Gradients<T>& dp, const Gradients<T>& dq, const Options& options) {
   const char* op = "kl_backward";
   detail::check_options(op, options);
-  // Full batches are validated on threads: as many as the computation itself will use, so that
-  // small calls (the blog's 5 x 3) start none.
-  const int threads = cpu::rowwise_workers(p, &q, std::max(p.n(), q.n()), options.threads);
-  detail::validate(op, "p", p, threads);
-  detail::validate(op, "q", q, threads);
+  // Full batches are validated on the workers the computation itself will use, so that small
+  // calls (the blog's 5 x 3) start none.
+  const int workers = detail::plan_rowwise(p, &q, std::max(p.n(), q.n()), options).workers;
+  detail::validate(op, "p", p, workers);
+  detail::validate(op, "q", q, workers);
   detail::validate_same_d(op, p, q);
   const std::int64_t n = detail::broadcast_rows(op, p, q);
   check_grad(op, grad.size(), n);
@@ -102,7 +100,7 @@ void kl_backward_impl(const Gaussians<T>& p, const Gaussians<T>& q, std::span<co
   check_gradients(op, "p", p, dp);
   check_gradients(op, "q", q, dq);
   run_backend(op, n, p.d(),
-              [&] { cpu::kl_rowwise_backward(p, &q, n, grad.data(), dp, dq, options.threads); });
+              [&] { cpu::kl_rowwise_backward(p, &q, n, grad.data(), dp, dq, workers); });
 }
 
 template <class T>
@@ -110,15 +108,14 @@ void kl_standard_normal_backward_impl(const Gaussians<T>& p, std::span<const T> 
                                       const Gradients<T>& dp, const Options& options) {
   const char* op = "kl_standard_normal_backward";
   detail::check_options(op, options);
-  detail::validate(
-      op, "p", p,
-      cpu::rowwise_workers(p, static_cast<const Gaussians<T>*>(nullptr), p.n(), options.threads));
+  const Gaussians<T>* const standard = nullptr;  // q = N(0, I)
+  const int workers = detail::plan_rowwise(p, standard, p.n(), options).workers;
+  detail::validate(op, "p", p, workers);
   check_grad(op, grad.size(), p.n());
   check_supported(op, "p", p);
   check_gradients(op, "p", p, dp);
   run_backend(op, p.n(), p.d(), [&] {
-    cpu::kl_rowwise_backward<T>(p, nullptr, p.n(), grad.data(), dp, Gradients<T>{},
-                                options.threads);
+    cpu::kl_rowwise_backward<T>(p, nullptr, p.n(), grad.data(), dp, Gradients<T>{}, workers);
   });
 }
 
@@ -128,10 +125,11 @@ void pairwise_backward_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::s
                             const Options& options) {
   const char* op = "pairwise_kl_backward";
   detail::check_options(op, options);
-  const int threads = cpu::AllPairs::workers(p, q, cpu::resolve_threads(options.threads));
-  detail::validate(op, "p", p, threads);
+  // Validated on the forward's workers (the gradients' own depend on the grad's values).
+  const int workers = detail::plan_pairs(p, q, options).backend.workers;
+  detail::validate(op, "p", p, workers);
   if (q) {
-    detail::validate(op, "q", *q, threads);
+    detail::validate(op, "q", *q, workers);
     detail::validate_same_d(op, p, *q);
   }
   const std::int64_t m = q ? q->n() : p.n();
@@ -143,8 +141,10 @@ void pairwise_backward_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::s
   }
   check_gradients(op, "p", p, dp);
   if (q) check_gradients(op, "q", *q, dq);
+  const cpu::PairsBackwardConfig plan =
+      detail::plan_pairs_backward(p.n(), m, p.d(), q == nullptr, options);
   run_backend(op, p.n(), p.d(), [&] {
-    cpu::pairwise_diag_backward(*pd, q ? qd : nullptr, grad.data(), dp, dq, options.threads);
+    cpu::pairwise_diag_backward(*pd, q ? qd : nullptr, grad.data(), dp, dq, plan);
   });
 }
 

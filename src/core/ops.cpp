@@ -1,4 +1,5 @@
-// The public operations: validate everything, then dispatch to the CPU backend.
+// The public operations: plan (core/plan.hpp), validate everything, then hand the plan to the CPU
+// backend.
 #include "gausskl/ops.hpp"
 
 #include <algorithm>
@@ -10,15 +11,15 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/block_buffer.hpp"
 #include "core/error.hpp"
 #include "core/names.hpp"
 #include "core/options.hpp"
+#include "core/plan.hpp"
 #include "core/validate.hpp"
 #include "cpu/all_pairs.hpp"
 #include "cpu/backend.hpp"
-#include "cpu/knn.hpp"
-#include "cpu/parallel.hpp"
+#include "cpu/knn/loops.hpp"
+#include "util/block_buffer.hpp"
 
 namespace gausskl {
 namespace {
@@ -64,33 +65,20 @@ void run(const char* op, const Gaussians<T>& p, const Gaussians<T>* q, Call&& ca
                " (to regularize, add eps to the diagonal only: C + eps * I)");
 }
 
-// With a budget, row-wise work (a double per row, per-thread slots) must fit in it.
-template <class T>
-void check_rowwise_budget(const char* op, const Gaussians<T>& p, const Gaussians<T>* q,
-                          std::int64_t n, const Options& options) {
-  if (options.memory_budget == 0) return;
-  const std::int64_t needed = cpu::kl_rowwise_footprint(p, q, n, options.threads);
-  if (needed > options.memory_budget) {
-    detail::fail_resource(op, "the memory budget (" + detail::show_bytes(options.memory_budget) +
-                                  ") is too small: the row-wise work takes " +
-                                  detail::show_bytes(needed));
-  }
-}
-
 template <class T, class U>
 void kl_impl(const Gaussians<T>& p, const Gaussians<T>& q, std::span<U> out,
              const Options& options) {
   const char* op = "kl";
   check_options(op, options);
-  const int threads = cpu::rowwise_workers(p, &q, std::max(p.n(), q.n()), options.threads);
-  detail::validate(op, "p", p, threads);
-  detail::validate(op, "q", q, threads);
+  const cpu::RowwiseConfig plan = detail::plan_rowwise(p, &q, std::max(p.n(), q.n()), options);
+  detail::validate(op, "p", p, plan.workers);
+  detail::validate(op, "q", q, plan.workers);
   detail::validate_same_d(op, p, q);
   const std::int64_t n = detail::broadcast_rows(op, p, q);
   check_size(op, "out", out.size(), n);
-  check_rowwise_budget(op, p, &q, n, options);
+  detail::check_rowwise_budget(op, plan, p, &q, n, options);
   cpu::Jitter jitter{options.jitter};
-  run(op, p, &q, [&] { return cpu::kl_rowwise(p, &q, n, out.data(), options.threads, jitter); });
+  run(op, p, &q, [&] { return cpu::kl_rowwise(p, &q, n, out.data(), plan, jitter); });
   report_jitter(options, jitter);
 }
 
@@ -98,87 +86,54 @@ template <class T, class U>
 void kl_standard_normal_impl(const Gaussians<T>& p, std::span<U> out, const Options& options) {
   const char* op = "kl_standard_normal";
   check_options(op, options);
-  detail::validate(
-      op, "p", p,
-      cpu::rowwise_workers(p, static_cast<const Gaussians<T>*>(nullptr), p.n(), options.threads));
+  const Gaussians<T>* const standard = nullptr;  // q = N(0, I)
+  const cpu::RowwiseConfig plan = detail::plan_rowwise(p, standard, p.n(), options);
+  detail::validate(op, "p", p, plan.workers);
   check_size(op, "out", out.size(), p.n());
-  check_rowwise_budget(op, p, static_cast<const Gaussians<T>*>(nullptr), p.n(), options);
+  detail::check_rowwise_budget(op, plan, p, standard, p.n(), options);
   cpu::Jitter jitter{options.jitter};
-  run(op, p, static_cast<const Gaussians<T>*>(nullptr), [&] {
-    return cpu::kl_rowwise<T, U>(p, nullptr, p.n(), out.data(), options.threads, jitter);
-  });
+  run(op, p, standard,
+      [&] { return cpu::kl_rowwise<T, U>(p, nullptr, p.n(), out.data(), plan, jitter); });
   report_jitter(options, jitter);
 }
 
-// The blocks of results of all-pairs operations when options.memory_budget is 0.
-constexpr std::int64_t kDefaultBlockBytes = std::int64_t{128} << 20;
-
-// Rows per block of an all-pairs operation whose rows of results take row_bytes each. With a
-// budget, the blocks get what the plan's footprint (prepared copies, work buffers) leaves of it,
-// and a budget that cannot hold one row is an error before anything is allocated; without,
-// blocks take kDefaultBlockBytes.
+// Checks the options, plans and validates an all-pairs call; returns the plan.
 template <class T>
-std::int64_t rows_per_block(const char* op, const Gaussians<T>& p, const Gaussians<T>* q,
-                            const Options& options, int threads, std::int64_t row_bytes, bool knn) {
-  const std::int64_t n = std::max<std::int64_t>(p.n(), 1);
-  row_bytes = std::max<std::int64_t>(row_bytes, 1);
-  if (options.memory_budget == 0)
-    return std::clamp<std::int64_t>(kDefaultBlockBytes / row_bytes, 1, n);
-  const std::int64_t fixed = cpu::AllPairs::footprint(
-      p, q, threads, cpu::AllPairs::tolerance_for<T>(options.tolerance), knn);
-  const std::int64_t left = options.memory_budget - std::min(fixed, options.memory_budget);
-  if (left < row_bytes) {
-    detail::fail_resource(op, "the memory budget (" + detail::show_bytes(options.memory_budget) +
-                                  ") is too small: the prepared distributions and work buffers "
-                                  "take " +
-                                  detail::show_bytes(fixed) + ", and each row of results " +
-                                  detail::show_bytes(row_bytes) + " more");
-  }
-  return std::min(left / row_bytes, n);
-}
-
-// The threads of an all-pairs call: options.threads, fewer for small diagonal calls.
-template <class T>
-int all_pairs_threads(const Gaussians<T>& p, const Gaussians<T>* q, const Options& options) {
-  return cpu::AllPairs::workers(p, q, cpu::resolve_threads(options.threads));
-}
-
-template <class T>
-std::int64_t validate_all_pairs(const char* op, const Gaussians<T>& p, const Gaussians<T>* q,
-                                const Options& options) {
+detail::PairsPlan plan_and_validate(const char* op, const Gaussians<T>& p, const Gaussians<T>* q,
+                                    const Options& options) {
   check_options(op, options);
-  const int threads = all_pairs_threads(p, q, options);
-  detail::validate(op, "p", p, threads);
+  detail::PairsPlan plan = detail::plan_pairs(p, q, options);
+  detail::validate(op, "p", p, plan.backend.workers);
   if (q) {
-    detail::validate(op, "q", *q, threads);
+    detail::validate(op, "q", *q, plan.backend.workers);
     detail::validate_same_d(op, p, *q);
   }
-  return q ? q->n() : p.n();
+  return plan;
 }
 
-// Prepares the plan of an all-pairs operation, wording a failed factorization as an error.
+// Prepares the path the plan chose, wording a failed factorization as an error.
 template <class T>
-cpu::AllPairs plan_all_pairs(const char* op, const Gaussians<T>& p, const Gaussians<T>* q,
-                             int threads, const Options& options) {
-  std::optional<cpu::AllPairs> plan;
+cpu::AllPairs prepare_all_pairs(const char* op, const Gaussians<T>& p, const Gaussians<T>* q,
+                                const detail::PairsPlan& plan, const Options& options) {
+  std::optional<cpu::AllPairs> pairs;
   cpu::Jitter jitter{options.jitter};
-  const double tolerance = cpu::AllPairs::tolerance_for<T>(options.tolerance);
-  run(op, p, q, [&] { return cpu::AllPairs::prepare(p, q, threads, tolerance, jitter, plan); });
+  run(op, p, q, [&] { return cpu::AllPairs::prepare(p, q, plan.backend, jitter, pairs); });
   report_jitter(options, jitter);
-  return std::move(*plan);
+  return std::move(*pairs);
 }
 
 // After validation: blocks of rows computed in order and either handed to sink or, when sink is
-// null, written into `out`. Double results are computed in place; float results of the diagonal
-// path are written as floats by the backend (no block of doubles); other float results go
-// through a block of doubles and are converted.
+// null, written into `out`. Double results are computed in place; float results of a path that
+// writes them (plan.writes_float) are written as floats by the backend (no block of doubles);
+// other float results go through a block of doubles and are converted.
 template <class T, class U>
 void stream_pairwise(const char* op, const Gaussians<T>& p, const Gaussians<T>* q,
-                     const RowSink<U>* sink, U* out, const Options& options) {
+                     detail::PairsPlan plan, const RowSink<U>* sink, U* out,
+                     const Options& options) {
   const std::int64_t n = p.n(), m = q ? q->n() : n;
-  const int threads = all_pairs_threads(p, q, options);
+  const int workers = plan.backend.workers;
   constexpr bool in_place = std::is_same_v<U, double>;
-  const bool direct = !in_place && cpu::AllPairs::writes_float(p, q);
+  const bool direct = !in_place && plan.writes_float;
   const bool to_out = sink == nullptr;
   const bool doubles = !in_place && !direct;  // a block of doubles, then converted
   // Per row: the block of doubles if any, the conversion for a sink in U. Direct writes to out
@@ -186,8 +141,9 @@ void stream_pairwise(const char* op, const Gaussians<T>& p, const Gaussians<T>* 
   const std::int64_t row_bytes = detail::checked_mul(
       op, m, static_cast<std::int64_t>((doubles || in_place ? 8 : 0) + (!in_place ? sizeof(U) : 0)),
       "M * 8");
-  const std::int64_t rows = rows_per_block(op, p, q, options, threads, row_bytes, false);
-  const cpu::AllPairs plan = plan_all_pairs(op, p, q, threads, options);
+  detail::size_blocks(op, plan, p, q, options, row_bytes, false);
+  const std::int64_t rows = plan.block_rows;
+  const cpu::AllPairs pairs = prepare_all_pairs(op, p, q, plan, options);
   // Not value-initialized: every entry of a block is written before it is read.
   detail::BlockBuffer<double> block;
   detail::BlockBuffer<U> converted;
@@ -204,7 +160,7 @@ void stream_pairwise(const char* op, const Gaussians<T>& p, const Gaussians<T>* 
     if constexpr (in_place) {
       double* target = to_out ? dst : block.get();
       run(op, p, q, [&] {
-        plan.block(lo, hi, target, threads);
+        pairs.block(lo, hi, target, workers);
         return cpu::Failure{};
       });
       if (!to_out) {
@@ -213,9 +169,9 @@ void stream_pairwise(const char* op, const Gaussians<T>& p, const Gaussians<T>* 
     } else {
       run(op, p, q, [&] {
         if (direct) {
-          plan.block(lo, hi, dst, threads);
+          pairs.block(lo, hi, dst, workers);
         } else {
-          plan.block(lo, hi, block.get(), threads);
+          pairs.block(lo, hi, block.get(), workers);
         }
         return cpu::Failure{};
       });
@@ -232,25 +188,26 @@ template <class T, class U>
 void pairwise_rows_impl(const Gaussians<T>& p, const Gaussians<T>* q, const RowSink<U>& sink,
                         const Options& options) {
   const char* op = "pairwise_kl";
-  const std::int64_t m = validate_all_pairs(op, p, q, options);
-  detail::checked_mul(op, p.n(), m, "N * M");
-  stream_pairwise<T, U>(op, p, q, &sink, nullptr, options);
+  const detail::PairsPlan plan = plan_and_validate(op, p, q, options);
+  detail::checked_mul(op, p.n(), q ? q->n() : p.n(), "N * M");
+  stream_pairwise<T, U>(op, p, q, plan, &sink, nullptr, options);
 }
 
 template <class T, class U>
 void pairwise_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::span<U> out,
                    const Options& options) {
   const char* op = "pairwise_kl";
-  const std::int64_t m = validate_all_pairs(op, p, q, options);
-  check_size(op, "out", out.size(), detail::checked_mul(op, p.n(), m, "N * M"));
-  stream_pairwise<T, U>(op, p, q, nullptr, out.data(), options);
+  const detail::PairsPlan plan = plan_and_validate(op, p, q, options);
+  check_size(op, "out", out.size(), detail::checked_mul(op, p.n(), q ? q->n() : p.n(), "N * M"));
+  stream_pairwise<T, U>(op, p, q, plan, nullptr, out.data(), options);
 }
 
 template <class T, class U>
 void knn_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t k,
               std::span<std::int64_t> indices, std::span<U> values, const Options& options) {
   const char* op = "knn_kl";
-  const std::int64_t m = validate_all_pairs(op, p, q, options);
+  detail::PairsPlan plan = plan_and_validate(op, p, q, options);
+  const std::int64_t m = q ? q->n() : p.n();
   if (q && options.exclude_self) fail(op, "exclude_self needs q = p (call without q)");
   const std::int64_t max_k = options.exclude_self ? m - 1 : m;
   if (k < 1 || k > max_k) {
@@ -261,11 +218,12 @@ void knn_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t k,
   const std::int64_t size = detail::checked_mul(op, n, k, "N * k");
   check_size(op, "indices", indices.size(), size);
   check_size(op, "values", values.size(), size);
-  const int threads = all_pairs_threads(p, q, options);
+  const int workers = plan.backend.workers;
   // A row of the block and its best k.
   const std::int64_t row_bytes = detail::checked_mul(op, m + k, 8, "(M + k) * 8");
-  const std::int64_t rows = rows_per_block(op, p, q, options, threads, row_bytes, true);
-  const cpu::AllPairs plan = plan_all_pairs(op, p, q, threads, options);
+  detail::size_blocks(op, plan, p, q, options, row_bytes, true);
+  const std::int64_t rows = plan.block_rows;
+  const cpu::AllPairs pairs = prepare_all_pairs(op, p, q, plan, options);
   detail::BlockBuffer<double> block, best;
   try {
     block = detail::BlockBuffer<double>(rows * m);
@@ -277,9 +235,9 @@ void knn_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t k,
   for (std::int64_t lo = 0; lo < n; lo += rows) {
     const std::int64_t hi = std::min(n, lo + rows);
     run(op, p, q, [&] {
-      plan.block(lo, hi, block.get(), threads);
-      cpu::knn_block(plan, lo, hi, block.get(), plan.tolerance(), k, options.exclude_self,
-                     indices.data() + lo * k, best.get(), threads);
+      pairs.block(lo, hi, block.get(), workers);
+      cpu::knn_block(pairs, lo, hi, block.get(), pairs.tolerance(), k, options.exclude_self,
+                     indices.data() + lo * k, best.get(), workers);
       return cpu::Failure{};
     });
     std::transform(best.get(), best.get() + (hi - lo) * k, values.begin() + lo * k,

@@ -1,62 +1,7 @@
-// The rows of a contiguous scale_tril are checked by a Highway kernel (TrilRows below), so this
-// file is compiled once per SIMD target (foreach_target.h); everything else is in HWY_ONCE.
-#undef HWY_TARGET_INCLUDE
-// A path from src/, an include directory (__FILE__ is not reliable).
-#define HWY_TARGET_INCLUDE "core/validate.cpp"
-#include "hwy/foreach_target.h"  // must come before highway.h
-#include "hwy/highway.h"
-//
-#include <cstdint>
-
+// Input rules, checked once at the public entry. The vectorized fast paths that say only
+// whether a batch passes are kernels of the CPU backend (cpu/common/validate_rows.hpp), given the
+// bounds to check; the rules, and the messages naming the first bad value, are here.
 #include "core/validate.hpp"
-
-HWY_BEFORE_NAMESPACE();
-namespace gausskl::detail::HWY_NAMESPACE {
-namespace hn = hwy::HWY_NAMESPACE;
-
-// True if every row r < d of m (row stride row_stride, unit column stride) is finite on and left
-// of column r and 0 right of it, and its diagonal entry passes tril_diagonal_ok. Per vector,
-// x * w with w = 0 left of the diagonal (x * 0 is 0 for finite x, NaN for inf and NaN) and w = 1
-// right of it must compare equal to 0 (-0 does, NaN does not); row r's w is window + d - 1 - r,
-// window = [0] * d + [1] * (d - 1). The comparisons are ANDed as masks (a running sum would chain
-// every vector on the add latency; Ne would not do: it is false for NaN), the diagonal is checked
-// branch-free. p and q of 4096 x 32 float, 1 thread: the same pass autovectorized by GCC (SSE2
-// in this build) took 1.45 ms in L2 and 2.0-2.5 ms from L3, this kernel 0.93 and 1.55-1.9 ms (the
-// per-row count_nonfinite + all_within of full_looks_valid: 4.4 ms from L3).
-template <class T>
-bool TrilRows(const T* HWY_RESTRICT m, std::int64_t row_stride, std::int64_t d,
-              const T* HWY_RESTRICT window) {
-  const hn::ScalableTag<T> dt;
-  const auto lanes = static_cast<std::int64_t>(hn::Lanes(dt));
-  const auto zero = hn::Zero(dt);
-  auto good = hn::FirstN(dt, static_cast<std::size_t>(lanes));
-  bool bad_diagonal = false;
-  const std::int64_t whole = d / lanes * lanes;
-  for (std::int64_t r = 0; r < d; ++r) {
-    const T* HWY_RESTRICT row = m + r * row_stride;
-    const T* HWY_RESTRICT w = window + d - 1 - r;
-    for (std::int64_t c = 0; c < whole; c += lanes)
-      good = hn::And(good, hn::Eq(hn::Mul(hn::LoadU(dt, row + c), hn::LoadU(dt, w + c)), zero));
-    for (std::int64_t c = whole; c < d; ++c)
-      bad_diagonal |= !(row[c] * w[c] == 0);
-    // tril_diagonal_ok, without branches.
-    const double x = row[r], v = x * x;
-    bad_diagonal |= !(x > 0) | !(v >= kMinVariance) | !(v <= kMaxVariance);
-  }
-  return !bad_diagonal && hn::AllTrue(dt, good);
-}
-
-bool TrilRowsF32(const float* m, std::int64_t row_stride, std::int64_t d, const float* window) {
-  return TrilRows(m, row_stride, d, window);
-}
-bool TrilRowsF64(const double* m, std::int64_t row_stride, std::int64_t d, const double* window) {
-  return TrilRows(m, row_stride, d, window);
-}
-
-}  // namespace gausskl::detail::HWY_NAMESPACE
-HWY_AFTER_NAMESPACE();
-
-#if HWY_ONCE
 
 #include <algorithm>
 #include <atomic>
@@ -71,8 +16,8 @@ HWY_AFTER_NAMESPACE();
 
 #include "core/error.hpp"
 #include "core/names.hpp"
-#include "core/validate_rows.hpp"
-#include "cpu/parallel.hpp"
+#include "cpu/common/parallel.hpp"
+#include "cpu/common/validate_rows.hpp"
 
 namespace gausskl::detail {
 namespace {
@@ -156,8 +101,8 @@ constexpr std::int64_t kValidChunk = 64;
 // result has been checked.
 template <class Valid>
 std::int64_t first_invalid(std::int64_t n, int threads, const Valid& valid) {
-  const int workers = static_cast<int>(
-      std::clamp<std::int64_t>(cpu::resolve_threads(threads), 1, std::max<std::int64_t>(n, 1)));
+  const int workers =
+      static_cast<int>(std::clamp<std::int64_t>(threads, 1, std::max<std::int64_t>(n, 1)));
   if (workers == 1) {  // no shared counter, no std::function (which may allocate)
     for (std::int64_t i = 0; i < n; ++i) {
       if (!valid(i)) return i;
@@ -322,8 +267,8 @@ bool rows_within(const View<T, 2>& v, std::int64_t lo, std::int64_t hi, bool abs
   if (v.strides[1] == 1) {
     const bool run = v.strides[0] == d;
     const std::int64_t rows = run ? 1 : hi - lo, n = run ? (hi - lo) * d : d;
-    return abs ? all_abs_within_rows(&v(lo, 0), rows, v.strides[0], n, max)
-               : all_within_rows(&v(lo, 0), rows, v.strides[0], n, min, max);
+    return abs ? cpu::all_abs_within_rows(&v(lo, 0), rows, v.strides[0], n, max)
+               : cpu::all_within_rows(&v(lo, 0), rows, v.strides[0], n, min, max);
   }
   for (std::int64_t i = lo; i < hi; ++i) {
     if (!all_within(&v(i, 0), d, v.strides[1], abs ? -max : min, max)) return false;
@@ -351,8 +296,8 @@ bool diag_valid(const DiagGaussians<T>& g, int threads) {
     return rows_within(mean, a, b, true, T(0), kMax) && rows_within(scale, a, b, abs, min, max);
   };
   const std::int64_t n = mean.shape[0];
-  const int workers = static_cast<int>(
-      std::clamp<std::int64_t>(cpu::resolve_threads(threads), 1, std::max<std::int64_t>(n, 1)));
+  const int workers =
+      static_cast<int>(std::clamp<std::int64_t>(threads, 1, std::max<std::int64_t>(n, 1)));
   if (workers == 1) return rows_ok(0, n);
   std::atomic<bool> good{true};
   cpu::parallel_for(n, workers, [&](int, std::int64_t a, std::int64_t b) {
@@ -397,18 +342,7 @@ bool full_looks_valid(const View<T, 3>& s, std::int64_t i, bool lower) {
   return true;
 }
 
-HWY_EXPORT(TrilRowsF32);
-HWY_EXPORT(TrilRowsF64);
-
-// TrilRows of the target chosen at run time.
-bool tril_rows(const float* m, std::int64_t row_stride, std::int64_t d, const float* window) {
-  return HWY_DYNAMIC_DISPATCH(TrilRowsF32)(m, row_stride, d, window);
-}
-bool tril_rows(const double* m, std::int64_t row_stride, std::int64_t d, const double* window) {
-  return HWY_DYNAMIC_DISPATCH(TrilRowsF64)(m, row_stride, d, window);
-}
-
-// TrilRows' mask: row r's is window + d - 1 - r, 1 exactly right of the diagonal.
+// cpu::tril_rows' mask: row r's is window + d - 1 - r, 1 exactly right of the diagonal.
 template <class T>
 std::vector<T> upper_window(std::int64_t d) {
   std::vector<T> window(static_cast<std::size_t>(2 * d - 1), T(0));
@@ -421,7 +355,9 @@ std::vector<T> upper_window(std::int64_t d) {
 template <class T>
 bool full_valid(const View<T, 3>& s, std::int64_t i, bool lower, const std::vector<T>& window) {
   const std::int64_t d = s.shape[1];
-  if (!window.empty()) return tril_rows(&s(i, 0, 0), s.strides[1], d, window.data());
+  if (!window.empty()) {
+    return cpu::tril_rows(&s(i, 0, 0), s.strides[1], d, window.data(), kMinVariance, kMaxVariance);
+  }
   if (!full_looks_valid(s, i, lower)) return false;
   for (std::int64_t r = 0; r < d; ++r) {
     if (lower && !tril_diagonal_ok(s(i, r, r))) return false;
@@ -634,4 +570,3 @@ GAUSSKL_INSTANTIATE(double)
 #undef GAUSSKL_INSTANTIATE
 
 }  // namespace gausskl::detail
-#endif  // HWY_ONCE

@@ -1,78 +1,57 @@
-// The plan of an all-pairs operation (pairwise, knn): every q prepared once, every p prepared
-// once, then any block of rows of KL(p_i || q_j) computed on demand. Two diagonal sides take the
-// SIMD path (diag_pairs.hpp); a full-covariance q with a full or diagonal p the GEMM path
-// (full_pairs.hpp), whose flagged entries are re-scored by the exact pair formula; every other
-// pair of families the exact pair formula.
+// An all-pairs operation (pairwise, knn) on the path the plan chose (backend.hpp, PairsPath):
+// every q prepared once, every p prepared once, then any block of rows of KL(p_i || q_j) computed
+// on demand. One line per path below; each path lives in its folder (diag_pairs/, full_pairs/,
+// lowrank_pairs/).
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <variant>
 
 #include "cpu/backend.hpp"
-#include "cpu/diag_pairs.hpp"
-#include "cpu/full_pairs.hpp"
-#include "cpu/prepared.hpp"
+#include "cpu/diag_pairs/plan.hpp"
+#include "cpu/full_pairs/plan.hpp"
+#include "cpu/lowrank_pairs/plan.hpp"
 
 namespace gausskl::cpu {
 
 class AllPairs {
  public:
-  // The tolerance block() works to: options.tolerance, or when that is 0 ten times below the
-  // accuracy promised for T (1e-7 for float, 1e-13 for double).
+  // q == nullptr: q = p. The diagonal path keeps views of p's and q's arrays (it reads them to
+  // re-score), so they must outlive the plan: the operations make and drop it within their call.
   template <class T>
-  static double tolerance_for(double requested);
+  static Failure prepare(const Gaussians<T>& p, const Gaussians<T>* q, const PairsConfig& config,
+                         Jitter& jitter, std::optional<AllPairs>& out);
 
-  // q == nullptr: q = p (one prepared copy serves both sides). tolerance: tolerance_for's. The
-  // plan may keep views of p's and q's arrays (the diagonal path reads them to re-score), so
-  // they must outlive it: the operations make and drop it within their call.
+  // What prepare() keeps for these inputs (kept) and the buffers that preparing and block()
+  // allocate on config.workers workers (work): everything but the block of results and knn's
+  // selection (knn/loops.hpp, knn_block_bytes, with pair_scratch).
   template <class T>
-  static Failure prepare(const Gaussians<T>& p, const Gaussians<T>* q, int threads,
-                         double tolerance, Jitter& jitter, std::optional<AllPairs>& out);
+  static PairsBytes footprint(const Gaussians<T>& p, const Gaussians<T>* q,
+                              const PairsConfig& config);
 
-  // Bytes prepare() keeps for these inputs plus the buffers that preparing, block() and (with
-  // `knn`) knn_block() allocate on `threads` threads: everything but the block of results.
-  template <class T>
-  static std::int64_t footprint(const Gaussians<T>& p, const Gaussians<T>* q, int threads,
-                                double tolerance, bool knn);
+  std::int64_t rows() const;
+  std::int64_t cols() const;
 
-  // The workers to use of `threads` for these inputs: fewer on diagonal calls too small to pay
-  // for starting threads (kDiagPairsWorkPerThread).
-  template <class T>
-  static int workers(const Gaussians<T>& p, const Gaussians<T>* q, int threads);
+  // out[(i - lo) * cols() + j] = KL(p_i || q_j) for lo <= i < hi, every j, on `workers` workers;
+  // exactly 0 at j == i when q = p.
+  void block(std::int64_t lo, std::int64_t hi, double* out, int workers) const;
+  // The same in float, on the diagonal path only (PairsPath::diag), which writes float results
+  // from a small buffer per worker rather than a block of doubles.
+  void block(std::int64_t lo, std::int64_t hi, float* out, int workers) const;
 
-  std::int64_t rows() const { return n_; }
-  std::int64_t cols() const { return m_; }
-
-  // out[(i - lo) * cols() + j] = KL(p_i || q_j) for lo <= i < hi, every j, on `threads`
-  // threads; exactly 0 at j == i when q = p.
-  void block(std::int64_t lo, std::int64_t hi, double* out, int threads) const;
-  // The same in float, for plans that write float results directly (writes_float()): the
-  // diagonal path, from a small buffer per worker rather than a block of doubles.
-  void block(std::int64_t lo, std::int64_t hi, float* out, int threads) const;
-  template <class T>
-  static bool writes_float(const Gaussians<T>& p, const Gaussians<T>* q);
-
-  // KL(p_i || q_j) by the exact pair formula (kl_pair.hpp).
+  // KL(p_i || q_j) by the exact formula of the path.
   double exact(std::int64_t i, std::int64_t j, double* scratch) const;
-  std::int64_t scratch_size() const { return scratch_size_; }
+  std::int64_t scratch_size() const;
 
   // block() is within tolerance() * (|KL| + 1) of exact() on every entry (0: it is exact()).
-  double tolerance() const { return diag_ || full_ ? tolerance_ : 0.0; }
-
-  // Whether the full-covariance GEMM path (full_pairs.hpp) serves these inputs.
-  template <class T>
-  static bool uses_full_pairs(const Gaussians<T>& p, const Gaussians<T>& q);
+  double tolerance() const { return tolerance_; }
 
  private:
-  AllPairs(std::optional<PreparedBatch> q, std::optional<PreparedBatch> p,
-           std::optional<DiagPairs> diag, std::optional<FullPairs> full, std::int64_t n,
-           std::int64_t m, double tolerance);
+  template <class Path>
+  AllPairs(Path path, double tolerance) : path_(std::move(path)), tolerance_(tolerance) {}
 
-  std::optional<PreparedBatch> q_;  // empty on the diagonal path
-  std::optional<PreparedBatch> p_;  // empty when q = p or on the diagonal path
-  std::optional<DiagPairs> diag_;
-  std::optional<FullPairs> full_;
-  std::int64_t n_, m_, scratch_size_;
+  std::variant<DiagPairs, FullPairs, LowRankPairs> path_;
   double tolerance_;
 };
 

@@ -16,12 +16,21 @@ namespace gausskl::cpu {
 template <class T>
 void kl_rowwise_backward(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t n,
                          const T* grad, const Gradients<T>& dp, const Gradients<T>& dq,
-                         int threads);
+                         int workers);
+
+// The workers of the all-pairs backward's two paths (diag_pairs_backward/front.cpp): the closed
+// forms of a grad with one value at every pair, or the GEMM forms; which one runs depends on the
+// grad's values, so the plan sizes both.
+struct PairsBackwardConfig {
+  int uniform_workers = 1;
+  int gemm_workers = 1;
+};
 
 // All pairs of diagonal batches: L = sum_ij grad[i * M + j] KL(p_i || q_j); q == nullptr means
 // q = p (dp then receives both contributions, dq is empty).
 template <class T>
 void pairwise_diag_backward(const DiagGaussians<T>& p, const DiagGaussians<T>* q, const T* grad,
-                            const Gradients<T>& dp, const Gradients<T>& dq, int threads);
+                            const Gradients<T>& dp, const Gradients<T>& dq,
+                            const PairsBackwardConfig& config);
 
 }  // namespace gausskl::cpu

@@ -6,15 +6,30 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 namespace gausskl::cpu {
 
-// ---- diag_quadratic (diag_quadratic.hpp): the diagonal all-pairs kernel ----
+// ---- the plan (src/core/plan.cpp): defaults of the all-pairs operations ----
+
+// The tolerance of all-pairs entries when options.tolerance is 0: entries of the diagonal and
+// full-covariance paths left un-recomputed are within this of the exact value, relative to
+// |KL| + 1; ten times below the accuracy promised for float32 and float64 inputs (1e-6 and
+// 1e-12), so the fast paths never cost a digit of that promise.
+template <class T>
+inline constexpr double kDefaultTolerance = std::is_same_v<T, float> ? 1e-7 : 1e-13;
+
+// The blocks of results of all-pairs operations when options.memory_budget is 0: large enough
+// that a block's overhead (a progress report, a sink call, a parallel region) is noise, small
+// enough not to matter beside the inputs of a call that needs blocks.
+inline constexpr std::int64_t kDefaultBlockBytes = std::int64_t{128} << 20;
+
+// ---- diag_pairs/ (ukr, loops, pack): the diagonal all-pairs kernel ----
 // Command: gausskl_bench_pairwise_kernel --benchmark_filter='<float>/AVX3/N:1024/D:256'
 //   --benchmark_repetitions=3, min of the repetitions, with the value changed here. Run-to-run
 // noise on this shared machine is about 5%; choices within it are marked "flat".
 
-// A register tile of the SIMD microkernel (ukr_diag-inl.h): mr rows of p by nr_vectors full
+// A register tile of the SIMD microkernel (diag_pairs/ukr-inl.h): mr rows of p by nr_vectors full
 // vectors of q columns. Accumulators take mr * nr_vectors registers, plus 2 * nr_vectors for the
 // q values (nu, lam) of one h, plus temporaries.
 struct DiagTileShape {
@@ -33,13 +48,13 @@ inline constexpr DiagTileShape kDiagTileAvx3{8, 2};
 inline constexpr DiagTileShape kDiagTileAvx2{4, 2};
 // SSE4/SSSE3 (16 registers, no FMA): the AVX2 register budget; not tuned (fallback only).
 inline constexpr DiagTileShape kDiagTileSse4{4, 2};
-// The scalar reference microkernel (ukr_ref.cpp), used by the scalar target and as the oracle;
-// any shape works, this one is not tuned.
+// The scalar reference microkernel (diag_pairs/ukr_ref.cpp), used by the scalar target and as the
+// oracle; any shape works, this one is not tuned.
 inline constexpr std::int64_t kDiagRefMr = 4;
 inline constexpr std::int64_t kDiagRefNr = 4;
 
-// The q = p kernel (ukr_diag_sym-inl.h): mr rows of a by nr_vectors vectors of `lanes` doubles
-// (at most; 8 is a full AVX-512 vector) of a panel, each pair giving both its entries.
+// The q = p kernel (diag_pairs/ukr_sym-inl.h): mr rows of a by nr_vectors vectors of `lanes`
+// doubles (at most; 8 is a full AVX-512 vector) of a panel, each pair giving both its entries.
 // Accumulators take 2 * mr * nr_vectors registers, plus 3 * nr_vectors for the panel's values of
 // one h, plus temporaries. Command: gausskl_bench_pairwise_kernel
 // --benchmark_filter='BM_diag_sym/<target>/N:1024/D:256' --benchmark_repetitions=5, CPU time
@@ -75,15 +90,15 @@ inline constexpr DiagSymTileShape kDiagSymTileSse4{2, 1, 2};
 // entries of bench/peers.py's data (Q / (KL + 1) there is about 2.7).
 inline constexpr std::int64_t kDiagFloatBlock = 32;
 
-// All-pairs KL of float diagonal inputs (diag_pairs.cpp) runs the float kernel, at about half the
-// cost of the double one, when the tolerance is at least this many times the float kernel's
+// All-pairs KL of float diagonal inputs (diag_pairs/plan.cpp) runs the float kernel, at about half
+// the cost of the double one, when the tolerance is at least this many times the float kernel's
 // relative bound on Q: entries with Q <= 2 * margin * (KL + 1) are then certified, and the rest
 // recomputed exactly. 4 keeps the recomputed share negligible on data whose distributions are
 // not near-duplicates (Q / (KL + 1) of 2 to 4), and puts the switch at 9.7e-6 for D >= 32, so
 // that a tolerance of 1e-5 takes the float kernel.
 inline constexpr double kDiagFloatKernelMargin = 4;
 
-// Cache blocks of the loop nest (diag_quadratic_loops.cpp), BLIS names: KC h per packed panel
+// Cache blocks of the loop nest (diag_pairs/loops.cpp), BLIS names: KC h per packed panel
 // (also the fixed row stride of a packed p micro-panel), NC columns of q per packed panel
 // (KC x NC x 2 values: 512 KiB of floats, in L2), MC rows of p per packed block (KC x MC x 2).
 // Beyond KC the kernel re-reads its output tile from memory once per KC h. KC 128 vs 256 flat,
@@ -92,19 +107,19 @@ inline constexpr std::int64_t kDiagKC = 256;
 inline constexpr std::int64_t kDiagNC = 256;
 inline constexpr std::int64_t kDiagMC = 64;
 
-// ---- diag_pairs (diag_pairs.cpp): the diagonal all-pairs driver ----
+// ---- diag_pairs/plan.cpp: the diagonal all-pairs driver ----
 
 // Each worker runs the kernel and then the finish (the O(1) terms, the error bound, exact
 // re-scoring) over passes of rows whose [rows, M] doubles take about this many bytes. When every
 // kernel call packed all of q again, small passes were slow (N = M = 4096, D = 256, float32, 2
 // threads: 256 KiB 659 ms, 1 MiB 426 ms, 4 MiB 396 ms, 64 MiB 334 ms). With q packed once per
-// plan (diag_pairs.hpp) they are flat within this machine's noise (pairwise_kl from C++, min of 4
-// calls, 3 runs each: 256 KiB 300-340 ms, 1 MiB 256-274, 4 MiB 264-281, 64 MiB 252-268; the
+// plan (diag_pairs/plan.hpp) they are flat within this machine's noise (pairwise_kl from C++, min
+// of 4 calls, 3 runs each: 256 KiB 300-340 ms, 1 MiB 256-274, 4 MiB 264-281, 64 MiB 252-268; the
 // loop nest before q was packed once: 266-291), so one pass per worker stays.
 inline constexpr std::int64_t kDiagPassBytes = std::int64_t{1} << 26;
 
-// q = p with the double kernel (diag_pairs.cpp, sym_block): column panels are taken in blocks of
-// about this many bytes (3 nr D doubles a panel), which stay in L2 while every row group passes
+// q = p with the double kernel (diag_pairs/plan.cpp, sym_block): column panels are taken in blocks
+// of about this many bytes (3 nr D doubles a panel), which stay in L2 while every row group passes
 // over them. Flat at N = 1024, D = 256 (6.3 MiB of panels, in L3): pairwise_kl from C++, one
 // thread, CPU time, min of 10 calls, twice: 128 KiB 18.4-18.8 ms, 512 KiB 18.2-18.7, 2 MiB
 // 19.1-19.8, 16 MiB 18.8-19.1. 512 KiB keeps a block within this CPU's 1 MiB L2.
@@ -124,6 +139,10 @@ inline constexpr std::int64_t kDiagFloatPassBytes = std::int64_t{1} << 20;
 // one worker either way) 30.8 vs 30.8 us, N = 50 (640K) 76.4 vs 77.0, N = 70 (1.25M) 118 vs 103.
 inline constexpr std::int64_t kDiagPairsWorkPerThread = std::int64_t{1} << 18;
 
+// Rows per unit of work of the diagonal path's prepare() when it writes p's rows only (when a
+// layout is packed, the unit is its micro-panel): any count would do.
+inline constexpr std::int64_t kDiagPrepareRows = 16;
+
 // Row-wise kl calls run on one worker per this much work (rowwise_workers: rows times D times a
 // family's weight, about a multiply-add each), so that small calls do not start threads whose
 // start-up costs more than their share: kl from Python on 5 full-covariance rows of D = 3 took
@@ -131,7 +150,7 @@ inline constexpr std::int64_t kDiagPairsWorkPerThread = std::int64_t{1} << 18;
 // row's terms; a full-covariance batch of 4096 x 32 (45M) keeps both cores.
 inline constexpr std::int64_t kRowwiseWorkPerThread = std::int64_t{1} << 16;
 
-// ---- rowwise_diag (rowwise_diag.hpp): row-wise KL of diagonal batches ----
+// ---- rowwise/ (ukr_diag, loops): row-wise KL of diagonal batches ----
 // Measured on 2 cores of an AMD EPYC (Zen 4: AVX-512 executed as two 256-bit halves, 32 KiB L1d,
 // 1 MiB L2), shared, CPU time, min of 5: gausskl_bench_rowwise_kernel, float, AVX3, N = 4096.
 
@@ -148,7 +167,12 @@ inline constexpr std::int64_t kRowwiseDiagPairMaxD = 64;
 // does; 256 is 2 KiB.
 inline constexpr std::int64_t kRowwiseDiagBlock = 256;
 
-// ---- rowwise_backward (rowwise_backward.cpp): the row-wise gradients ----
+// h per chunk of a strided row (rowwise/ukr_diag-inl.h gathers it into buffers): a multiple of
+// every target's lane count, and small enough that the four chunk buffers (8 KiB of double) stay on
+// the stack and in L1.
+inline constexpr std::int64_t kRowwiseDiagStridedChunk = 256;
+
+// ---- rowwise/backward_loops.cpp: the row-wise gradients ----
 
 // Rows per chunk of the gradients' driver: the unit handed to a worker from a shared counter and,
 // for a side broadcast over the rows, the unit of its sums (each chunk sums its rows, then the
@@ -163,7 +187,7 @@ inline constexpr std::int64_t kRowwiseDiagBlock = 256;
 inline constexpr std::int64_t kRowwiseBackwardDiagChunk = 64;
 inline constexpr std::int64_t kRowwiseBackwardFullChunk = 16;
 
-// ---- full_gemm (full_gemm.hpp): the GEMM of full-covariance all-pairs KL ----
+// ---- full_pairs/gemm.hpp: the GEMM of full-covariance all-pairs KL ----
 
 // Depth of a block of k summed in the 8 lanes before its sum is added to the entry: the error
 // bound grows with kFullKB / 8 + the number of blocks (full_gemm_error_bound), the cost of the
@@ -176,7 +200,7 @@ inline constexpr std::int64_t kFullNr = 4;
 // Columns of B per panel: 256 columns x K = 152 doubles take 311 KiB, in L2.
 inline constexpr std::int64_t kFullNc = 256;
 
-// ---- full_pairs (full_pairs.hpp): the full-covariance all-pairs path ----
+// ---- full_pairs/plan.hpp: the full-covariance all-pairs path ----
 
 // The GEMM path serves a full-covariance q (with a full or diagonal p) from this dimension up;
 // below it, the per-pair triangular solves. gausskl_bench_full_pairs (bench/bench_full_pairs.cpp,
@@ -185,9 +209,9 @@ inline constexpr std::int64_t kFullNc = 256;
 // 73 vs 5115 ms. Dimensions below 16 were not measured: 1 keeps every full q on one path.
 inline constexpr std::int64_t kFullPairsMinD = 1;
 
-// ---- rowwise_full (rowwise_full.hpp): row-wise KL of two scale_tril batches ----
+// ---- rowwise/ukr_full.hpp: row-wise KL of two scale_tril batches ----
 
-// The register tile of the blocked substitution (rowwise_full-inl.h): `rows` rows of M by
+// The register tile of the blocked substitution (rowwise/ukr_full-inl.h): `rows` rows of M by
 // `vectors` vectors of its columns. Accumulators take rows * vectors registers, plus `vectors`
 // for a row of M above the block and one broadcast.
 struct TriTileShape {
@@ -202,15 +226,15 @@ struct TriTileShape {
 inline constexpr TriTileShape kRowwiseFullTileAvx3{4, 2};
 // AVX2 and below (16 registers): 8 accumulators + 4 + 1. Not tuned (fallback only).
 inline constexpr TriTileShape kRowwiseFullTileOther{2, 4};
-// Rows per chunk handed to a worker (rowwise.cpp): small enough that a descheduled worker's rows
-// are taken by the other, large enough that the shared counter costs nothing (64 pairs at D = 32
-// take ~60 us). kl_rowwise alone, 4096 x 32 float, 2 threads on this busy machine, min of 40
+// Rows per chunk handed to a worker (rowwise/loops.cpp): small enough that a descheduled worker's
+// rows are taken by the other, large enough that the shared counter costs nothing (64 pairs at D =
+// 32 take ~60 us). kl_rowwise alone, 4096 x 32 float, 2 threads on this busy machine, min of 40
 // calls over 4 runs: one range per thread 4.0-5.6 ms, chunks of 64 3.6-4.8 ms.
 inline constexpr std::int64_t kRowwiseFullChunk = 64;
 // The widest tile of any target, which sizes the scratch.
 inline constexpr std::int64_t kRowwiseFullMaxVectors = 4;
 
-// The register block of the full backward's O(d^3) steps (rowwise_full_backward-inl.h): `rows`
+// The register block of the full backward's O(d^3) steps (rowwise/ukr_full_backward-inl.h): `rows`
 // rows by `vectors` vectors of columns, each vector loaded from another row serving `rows` rows.
 // The kernel alone on 256 pairs of float factors (128 at d = 64), every gradient, one thread,
 // min of 300 calls, us a pair at d = 16 / 32 (the forward kernel: 0.28 / 0.85):
@@ -222,7 +246,7 @@ inline constexpr std::int64_t kRowwiseFullMaxVectors = 4;
 inline constexpr TriTileShape kRowwiseFullBackwardTileAvx3{4, 1};
 inline constexpr TriTileShape kRowwiseFullBackwardTileOther{4, 2};
 
-// ---- pairwise_backward (pairwise_backward_gemm.hpp, _uniform.hpp): gradients of all-pairs KL ----
+// ---- diag_pairs_backward/ (gemm.hpp, uniform.hpp): gradients of all-pairs KL ----
 // Machine for this section: 2 cores of an AMD EPYC (Zen 4, AVX-512 executed as 2 x 256 bits,
 // 32 KiB L1d and 1 MiB L2 per core), shared with four other jobs: figures are CPU time of one
 // thread, min of repeated calls (wall time swung 2-4x with the other jobs' load).
@@ -232,7 +256,7 @@ inline constexpr TriTileShape kRowwiseFullBackwardTileOther{4, 2};
 // this machine: the microkernel alone on L1-resident panels runs 28.6 GFMA/s per core, one
 // 512-bit FMA per cycle; B = 1024, H = 256 (1.07 G multiply-adds) is then >= 19 ms on 2 cores.
 
-// Register tile of the GEMM microkernel (pairwise_backward_ukr-inl.h): mr rows of A (G or G^T)
+// Register tile of the GEMM microkernel (diag_pairs_backward/ukr-inl.h): mr rows of A (G or G^T)
 // by nr_vectors vectors of B's columns; mr * nr_vectors accumulators.
 struct GemmTileShape {
   std::int64_t mr;
@@ -245,14 +269,14 @@ inline constexpr GemmTileShape kGemmTileAvx3{12, 2};
 inline constexpr GemmTileShape kGemmTileAvx2{6, 2};
 // SSE4/SSSE3 (16 registers, no FMA): not tuned (fallback only).
 inline constexpr GemmTileShape kGemmTileSse4{4, 2};
-// The scalar reference kernel (pairwise_backward_ukr_ref.cpp): any shape works, not tuned.
+// The scalar reference kernel (diag_pairs_backward/ukr_ref.cpp): any shape works, not tuned.
 inline constexpr std::int64_t kGemmRefMr = 4;
 inline constexpr std::int64_t kGemmRefNr = 4;
 
 // Cache blocks of the backward's loop nest: KC steps of the sum (rows of B) per packed block of
 // A, MC rows of A per block (a multiple of every target's mr), and h-chunks of kBackwardChunkH
 // dimensions, whose 2 * kBackwardChunkH product columns a worker keeps for MC rows. KC also
-// bounds each entry's multiply-add chain (the error bound, pairwise_backward_gemm.hpp). Same
+// bounds each entry's multiply-add chain (the error bound, diag_pairs_backward/gemm.hpp). Same
 // measure as the tile: KC 64 62.4 ms, 128 58.5, 256 55.3, 512 50.6-51.7, 1024 49.0 (within
 // noise of 512, and an A block of 768 KiB crowds L2).
 inline constexpr std::int64_t kGemmKC = 512;
@@ -262,9 +286,17 @@ inline constexpr std::int64_t kBackwardChunkH = 256;
 // Backward calls of fewer than this many multiply-adds per worker run on fewer workers (each
 // parallel region starts its threads afresh, parallel.hpp): B = 100, H = 256 (10M) keeps two.
 inline constexpr std::int64_t kBackwardWorkPerThread = std::int64_t{1} << 22;
-// The closed forms of a uniform grad (pairwise_backward_uniform.hpp) cost about 6 ns per element
+// The closed forms of a uniform grad (diag_pairs_backward/uniform.hpp) cost about 6 ns per element
 // of the batches (B = 100, H = 256, q = p: 0.15 ms on one thread, validation included); fewer
 // elements than this per worker run on fewer workers (B = 1024: two, 1.15 ms of CPU each).
 inline constexpr std::int64_t kBackwardUniformWorkPerThread = std::int64_t{1} << 16;
+
+// ---- common/buffer.cpp: the per-thread scratch buffers ----
+
+// Blocks smaller than kBufferMinKeptBytes come from malloc's heap without faults; larger ones are
+// kept for the thread's next call while its kept bytes stay within kBufferKeptBytes (every buffer
+// of a 1024 x 1024 x 256 call).
+inline constexpr std::size_t kBufferMinKeptBytes = std::size_t{64} << 10;
+inline constexpr std::size_t kBufferKeptBytes = std::size_t{16} << 20;
 
 }  // namespace gausskl::cpu

@@ -10,8 +10,6 @@
 #include <stdexcept>
 #include <utility>
 
-#include "io/temporary_files.hpp"
-
 namespace gausskl::io {
 namespace {
 

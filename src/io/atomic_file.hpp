@@ -10,6 +10,9 @@
 #include <cstdio>
 #include <string>
 
+// remove_temporaries_on_signal(), for the callers of AtomicFile.
+#include "io/temporary_files.hpp"
+
 namespace gausskl::io {
 
 class AtomicFile {
@@ -34,10 +37,5 @@ class AtomicFile {
   std::FILE* file_ = nullptr;
   int registration_ = -1;  // the temporary file's slot in the registry while it exists
 };
-
-// Installs handlers for SIGINT, SIGTERM, SIGHUP and SIGXFSZ that unlink the temporary files of
-// every live AtomicFile, then end the process by the same signal with its default action.
-// Signals that are ignored (nohup, background jobs) stay ignored. Call once, early in main().
-void remove_temporaries_on_signal();
 
 }  // namespace gausskl::io

@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "core/error.hpp"
+#include "util/show.hpp"
 
 namespace gausskl::io {
 

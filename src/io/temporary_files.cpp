@@ -8,8 +8,6 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "io/atomic_file.hpp"
-
 namespace gausskl::io {
 namespace {
 

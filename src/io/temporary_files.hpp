@@ -10,6 +10,11 @@
 
 namespace gausskl::io {
 
+// Installs handlers for SIGINT, SIGTERM, SIGHUP and SIGXFSZ that unlink the temporary files of
+// every live AtomicFile, then end the process by the same signal with its default action.
+// Signals that are ignored (nohup, background jobs) stay ignored. Call once, early in main().
+void remove_temporaries_on_signal();
+
 // Registers `path` (an existing temporary file) and returns its slot. Throws std::runtime_error
 // if too many temporary files are registered at once.
 int register_temporary(const std::string& path);

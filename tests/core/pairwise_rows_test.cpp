@@ -8,8 +8,10 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/plan.hpp"
 #include "cpu/all_pairs.hpp"
 #include "cpu/backend.hpp"
+#include "cpu/knn/loops.hpp"
 #include "gausskl/ops.hpp"
 #include "support/allocations.hpp"
 #include "support/batches.hpp"
@@ -18,14 +20,21 @@
 namespace gausskl::test {
 namespace {
 
-// A memory budget that leaves room for `rows` rows of `row_bytes` after the plan's footprint
-// on `threads` threads.
+// A memory budget that leaves room for `rows` rows of `row_bytes` after the footprint of the
+// plan for `threads` threads and `tolerance` (core/plan.hpp).
 template <class T>
 std::int64_t budget_for_rows(const Gaussians<T>& p, const std::type_identity_t<Gaussians<T>>* q,
                              bool knn, std::int64_t rows, std::int64_t row_bytes, int threads = 1,
                              double tolerance = 0) {
-  return cpu::AllPairs::footprint(p, q, threads, cpu::AllPairs::tolerance_for<T>(tolerance), knn) +
-         rows * row_bytes;
+  Options options;
+  options.threads = threads;
+  options.tolerance = tolerance;
+  const detail::PairsPlan plan = detail::plan_pairs(p, q, options);
+  const cpu::PairsBytes bytes = cpu::AllPairs::footprint(p, q, plan.backend);
+  const std::int64_t m = q ? q->n() : p.n();
+  const std::int64_t selection =
+      knn ? cpu::knn_block_bytes(m, bytes.pair_scratch, plan.backend.workers) : 0;
+  return bytes.kept + bytes.work + selection + rows * row_bytes;
 }
 
 TEST(PairwiseKlRows, BlocksInOrderEqualTheWholeMatrixForAnyBudget) {
@@ -208,7 +217,8 @@ TEST(MemoryBudget, AllocationsPeakWithinTheBudget) {
     std::vector<float> rowwise(std::min(n, m));
     const Batch<float> p_rows = make_batch<float>(
         make_specs(rng, Data::random, family, family, m, m, d).first, layout_of(family));
-    options.memory_budget = cpu::kl_rowwise_footprint(p_rows.view(), &qv, m, 2);
+    options.memory_budget = cpu::kl_rowwise_footprint(
+        p_rows.view(), &qv, m, detail::plan_rowwise(p_rows.view(), &qv, m, options));
     rowwise.resize(m);
     {
       const CountAllocations count;

@@ -113,7 +113,7 @@ def test_tiny_divergence_keeps_relative_accuracy():
 def test_tiny_low_rank_divergence_keeps_relative_accuracy(level, diagonal_too):
     """D = 6, R = 2, q's cov_factor = W (1 + level noise), same mean, the diagonal the same or
     perturbed as well: relative error <= 1e-6 of the tiny value against mpmath at 60 digits
-    (the form of kl_pair.hpp cancelled: 23% at 1e-8, and 0 in 30 of 200 seeds with the diagonal
+    (the form of pair/kl.hpp cancelled: 23% at 1e-8, and 0 in 30 of 200 seeds with the diagonal
     perturbed). The torch path's twin: test_torch_path_exact.py."""
     mpmath = pytest.importorskip("mpmath")
     from conftest import mp_kl_low_rank

@@ -1,0 +1,176 @@
+#include "core/plan.hpp"
+
+#include <algorithm>
+#include <type_traits>
+
+#include "core/error.hpp"
+#include "cpu/all_pairs.hpp"
+#include "cpu/common/parallel.hpp"
+#include "cpu/common/saturating.hpp"
+#include "cpu/knn/loops.hpp"
+#include "cpu/tunables.hpp"
+
+namespace gausskl::detail {
+namespace {
+
+using cpu::sat_add;
+using cpu::sat_mul;
+
+template <class T>
+bool is_diag(const Gaussians<T>& g) {
+  return std::holds_alternative<DiagGaussians<T>>(g.variant());
+}
+// A full batch given by its Cholesky factors (scale_tril or packed_scale_tril).
+template <class T>
+bool is_tril(const Gaussians<T>& g) {
+  const auto* full = std::get_if<FullGaussians<T>>(&g.variant());
+  return full &&
+         (full->param == FullParam::scale_tril || full->param == FullParam::packed_scale_tril);
+}
+
+// options.threads, 0 meaning one per hardware thread.
+int threads_of(const Options& options) {
+  return std::max(cpu::resolve_threads(options.threads), 1);
+}
+
+}  // namespace
+
+template <class T>
+cpu::RowwiseConfig plan_rowwise(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t n,
+                                const Options& options) {
+  cpu::RowwiseConfig plan;
+  // Two diagonal sides (or q = N(0, I)) and two sides given by their factors have SIMD kernels
+  // that read the views in place; every other pair of families is prepared pair by pair.
+  if (is_diag(p) && (!q || is_diag(*q))) {
+    plan.path = cpu::RowwisePath::diag;
+  } else if (q && is_tril(p) && is_tril(*q)) {
+    plan.path = cpu::RowwisePath::tril;
+  } else {
+    plan.path = cpu::RowwisePath::exact;
+  }
+  // One worker per kRowwiseWorkPerThread of work, at most one per row. Work per row, roughly in
+  // multiply-adds: D for two diagonal sides, D^3 / 3 for a Cholesky or triangular solve, D R^2
+  // for a low-rank side's Woodbury factors.
+  const std::int64_t d = p.d();
+  const auto weight = [d](const Gaussians<T>& g) -> std::int64_t {
+    if (std::holds_alternative<FullGaussians<T>>(g.variant())) return sat_mul(d, d) / 3 + 1;
+    if (const auto* low = std::get_if<LowRankGaussians<T>>(&g.variant())) {
+      const std::int64_t r = low->cov_factor.shape[2];
+      return sat_mul(r, r) + 1;
+    }
+    return 1;
+  };
+  const std::int64_t per_row = sat_mul(d, std::max(weight(p), q ? weight(*q) : 1));
+  const std::int64_t wanted = sat_mul(n, per_row) / cpu::kRowwiseWorkPerThread;
+  plan.workers = static_cast<int>(
+      std::clamp<std::int64_t>(std::min<std::int64_t>(wanted, n), 1, threads_of(options)));
+  return plan;
+}
+
+template <class T>
+void check_rowwise_budget(const char* op, const cpu::RowwiseConfig& plan, const Gaussians<T>& p,
+                          const Gaussians<T>* q, std::int64_t n, const Options& options) {
+  if (options.memory_budget == 0) return;
+  const std::int64_t needed = cpu::kl_rowwise_footprint(p, q, n, plan);
+  if (needed > options.memory_budget) {
+    fail_resource(op, "the memory budget (" + show_bytes(options.memory_budget) +
+                          ") is too small: the row-wise work takes " + show_bytes(needed));
+  }
+}
+
+template <class T>
+double effective_tolerance(double requested) {
+  return requested > 0 ? requested : cpu::kDefaultTolerance<T>;
+}
+
+template <class T>
+PairsPlan plan_pairs(const Gaussians<T>& p, const Gaussians<T>* q, const Options& options) {
+  const Gaussians<T>& qq = q ? *q : p;
+  PairsPlan plan;
+  cpu::PairsConfig& b = plan.backend;
+  if (is_diag(p) && is_diag(qq)) {
+    b.path = cpu::PairsPath::diag;
+  } else if (std::holds_alternative<FullGaussians<T>>(qq.variant()) &&
+             !std::holds_alternative<LowRankGaussians<T>>(p.variant()) &&
+             qq.d() >= cpu::kFullPairsMinD) {
+    b.path = cpu::PairsPath::full;
+  } else {
+    b.path = cpu::PairsPath::lowrank;
+  }
+  b.tolerance = effective_tolerance<T>(options.tolerance);
+  const int threads = threads_of(options);
+  b.workers = threads;
+  if (b.path == cpu::PairsPath::diag) {
+    // The float kernel when its bound leaves the tolerance a margin (kDiagFloatKernelMargin);
+    // with q = p otherwise the kernel that gives both directions of a pair at once.
+    const bool use_float =
+        std::is_same_v<T, float> &&
+        b.tolerance >= cpu::kDiagFloatKernelMargin * cpu::DiagPairs::float_kernel_bound(p.d());
+    b.kernel = use_float ? cpu::DiagKernelKind::float_kernel
+               : q       ? cpu::DiagKernelKind::double_kernel
+                         : cpu::DiagKernelKind::sym;
+    // Fewer workers for calls too small to pay for waking them (kDiagPairsWorkPerThread).
+    const std::int64_t work = sat_mul(sat_mul(p.n(), qq.n()), p.d());
+    b.workers =
+        static_cast<int>(std::clamp<std::int64_t>(work / cpu::kDiagPairsWorkPerThread, 1, threads));
+    plan.writes_float = true;
+  }
+  return plan;
+}
+
+template <class T>
+void size_blocks(const char* op, PairsPlan& plan, const Gaussians<T>& p, const Gaussians<T>* q,
+                 const Options& options, std::int64_t row_bytes, bool knn) {
+  const std::int64_t n = std::max<std::int64_t>(p.n(), 1);
+  row_bytes = std::max<std::int64_t>(row_bytes, 1);
+  if (options.memory_budget == 0) {
+    plan.block_rows = std::clamp<std::int64_t>(cpu::kDefaultBlockBytes / row_bytes, 1, n);
+    return;
+  }
+  const cpu::PairsBytes bytes = cpu::AllPairs::footprint(p, q, plan.backend);
+  std::int64_t work = bytes.work;
+  if (knn) {
+    const std::int64_t m = q ? q->n() : p.n();
+    work = sat_add(work, cpu::knn_block_bytes(m, bytes.pair_scratch, plan.backend.workers));
+  }
+  const std::int64_t fixed = sat_add(bytes.kept, work);
+  const std::int64_t left = options.memory_budget - std::min(fixed, options.memory_budget);
+  if (left < row_bytes) {
+    fail_resource(op, "the memory budget (" + show_bytes(options.memory_budget) +
+                          ") is too small: the prepared distributions and work buffers take " +
+                          show_bytes(fixed) + ", and each row of results " + show_bytes(row_bytes) +
+                          " more");
+  }
+  plan.block_rows = std::min(left / row_bytes, n);
+}
+
+cpu::PairsBackwardConfig plan_pairs_backward(std::int64_t n, std::int64_t m, std::int64_t d,
+                                             bool self, const Options& options) {
+  const int threads = threads_of(options);
+  cpu::PairsBackwardConfig plan;
+  // The closed forms: per dimension, about 6 ns per element of the batches.
+  const std::int64_t elements = (n + (self ? 0 : m)) * d;
+  plan.uniform_workers = static_cast<int>(std::clamp<std::int64_t>(
+      std::min(elements / cpu::kBackwardUniformWorkPerThread, d), 1, threads));
+  // The GEMM forms: four products of n x m x d multiply-adds.
+  const std::int64_t work = 4 * n * m * std::max<std::int64_t>(d, 1);
+  plan.gemm_workers =
+      static_cast<int>(std::clamp<std::int64_t>(work / cpu::kBackwardWorkPerThread, 1, threads));
+  return plan;
+}
+
+#define GAUSSKL_INSTANTIATE(T)                                                                    \
+  template cpu::RowwiseConfig plan_rowwise<T>(const Gaussians<T>&, const Gaussians<T>*,           \
+                                              std::int64_t, const Options&);                      \
+  template void check_rowwise_budget<T>(const char*, const cpu::RowwiseConfig&,                   \
+                                        const Gaussians<T>&, const Gaussians<T>*, std::int64_t,   \
+                                        const Options&);                                          \
+  template double effective_tolerance<T>(double);                                                 \
+  template PairsPlan plan_pairs<T>(const Gaussians<T>&, const Gaussians<T>*, const Options&);     \
+  template void size_blocks<T>(const char*, PairsPlan&, const Gaussians<T>&, const Gaussians<T>*, \
+                               const Options&, std::int64_t, bool);
+GAUSSKL_INSTANTIATE(float)
+GAUSSKL_INSTANTIATE(double)
+#undef GAUSSKL_INSTANTIATE
+
+}  // namespace gausskl::detail

@@ -1,0 +1,155 @@
+// The driver of the row-wise gradients (backward.hpp): where each side's gradients go, rows in
+// chunks over the workers, and the sums of a side broadcast over the rows.
+//
+// A side with one distribution paired with n != 1 rows receives the sum of the rows' gradients.
+// Each chunk of rows (tunables.hpp) adds its rows into a slot of its own, in row order,
+// and the slots are added in chunk order: the same additions whatever the thread count (one
+// worker adds each chunk into the running total as soon as it is done, which is the same
+// order). Every other gradient is written by the kernel straight into the caller's span.
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "cpu/backward.hpp"
+#include "cpu/common/parallel.hpp"
+#include "cpu/rowwise/ukr_diag_backward.hpp"
+#include "cpu/rowwise/ukr_full_backward.hpp"
+#include "cpu/tunables.hpp"
+
+namespace gausskl::cpu {
+namespace {
+
+// Elements per distribution of a batch's scale array (its gradient's row size).
+template <class T>
+std::int64_t scale_row_size(const Gaussians<T>& g) {
+  const std::int64_t d = g.d();
+  if (std::holds_alternative<DiagGaussians<T>>(g.variant())) return d;
+  const auto& full = std::get<FullGaussians<T>>(g.variant());
+  return full.param == FullParam::packed_scale_tril ? d * (d + 1) / 2 : d * d;
+}
+
+// One wanted gradient array: the caller's span, its row size, and whether it is a sum.
+template <class T>
+struct Target {
+  T* data = nullptr;
+  std::int64_t row_size = 0;
+  bool summed = false;
+  std::int64_t slot_offset = 0;  // where a summed target's values sit in a chunk's slot
+};
+
+// Each worker's scratch starts on a cache line of its own (staged rows are read as whole
+// vectors).
+constexpr std::int64_t kLineDoubles = 8;
+
+std::int64_t full_worker_doubles(std::int64_t d) {
+  return (rowwise_full_backward_scratch(d) + kLineDoubles - 1) / kLineDoubles * kLineDoubles;
+}
+
+double* align64(std::vector<double>& v) {
+  const auto misalign = reinterpret_cast<std::uintptr_t>(v.data()) % 64;
+  return v.data() + (misalign ? (64 - misalign) / sizeof(double) : 0);
+}
+
+}  // namespace
+
+template <class T>
+void kl_rowwise_backward(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t n,
+                         const T* grad, const Gradients<T>& dp, const Gradients<T>& dq,
+                         int workers) {
+  const std::int64_t d = p.d();
+  // p.mean, p.scale, q.mean, q.scale.
+  Target<T> targets[4];
+  std::int64_t slot_size = 0;
+  const auto plan = [&](Target<T>& t, std::span<T> span, const Gaussians<T>& side,
+                        std::int64_t row_size) {
+    if (span.empty()) return;
+    t = {span.data(), row_size, side.n() == 1 && n != 1, slot_size};
+    if (t.summed) slot_size += row_size;
+  };
+  plan(targets[0], dp.mean, p, d);
+  plan(targets[1], dp.scale, p, scale_row_size(p));
+  if (q) {
+    plan(targets[2], dq.mean, *q, d);
+    plan(targets[3], dq.scale, *q, scale_row_size(*q));
+  }
+  if (std::none_of(std::begin(targets), std::end(targets),
+                   [](const Target<T>& t) { return t.data != nullptr; })) {
+    return;
+  }
+
+  // p and q are of one family (diagonal or Cholesky factors).
+  const auto* pd = std::get_if<DiagGaussians<T>>(&p.variant());
+  const auto* qd = q ? std::get_if<DiagGaussians<T>>(&q->variant()) : nullptr;
+  const auto* pf = std::get_if<FullGaussians<T>>(&p.variant());
+  const auto* qf = q ? std::get_if<FullGaussians<T>>(&q->variant()) : nullptr;
+
+  const std::int64_t chunk_rows = pd ? kRowwiseBackwardDiagChunk : kRowwiseBackwardFullChunk;
+  const std::int64_t chunks = (n + chunk_rows - 1) / chunk_rows;
+  // One slot per chunk with several workers; one slot reused with one.
+  const std::int64_t slots = slot_size == 0 ? 0 : workers > 1 ? chunks : 1;
+  std::vector<double> slot_memory(static_cast<std::size_t>(slots * slot_size), 0.0);
+  std::vector<double> total(static_cast<std::size_t>(slot_size), 0.0);
+  const std::int64_t per_worker = pd ? 0 : full_worker_doubles(d);
+  std::vector<double> scratch_memory(
+      pd ? 0 : static_cast<std::size_t>(workers * per_worker + kLineDoubles));
+  double* scratch = pd ? nullptr : align64(scratch_memory);
+
+  const auto run_chunk = [&](int worker, std::int64_t chunk, double* slot) {
+    const std::int64_t lo = chunk * chunk_rows;
+    const std::int64_t hi = std::min(n, lo + chunk_rows);
+    const auto sink = [slot](const Target<T>& t) {
+      GradSink<T> s;
+      if (t.summed) {
+        s.sum = slot + t.slot_offset;
+      } else {
+        s.rows = t.data;
+      }
+      return t.data ? s : GradSink<T>{};
+    };
+    const SideSinks<T> sp{sink(targets[0]), sink(targets[1])};
+    const SideSinks<T> sq{sink(targets[2]), sink(targets[3])};
+    if (pd) {
+      rowwise_diag_backward(*pd, qd, lo, hi, grad, sp, sq);
+    } else {
+      rowwise_full_backward(*pf, qf, lo, hi, grad, sp, sq, scratch + worker * per_worker);
+    }
+  };
+  const auto add_slot = [&](double* slot) {
+    for (std::int64_t k = 0; k < slot_size; ++k) {
+      total[k] += slot[k];
+      slot[k] = 0;
+    }
+  };
+
+  if (workers == 1) {
+    for (std::int64_t c = 0; c < chunks; ++c) {
+      run_chunk(0, c, slot_memory.data());
+      if (slot_size) add_slot(slot_memory.data());
+    }
+  } else {
+    // Chunks go out from a shared counter: a descheduled worker leaves its rows to the others.
+    std::atomic<std::int64_t> next{0};
+    parallel_for(workers, workers, [&](int w, std::int64_t, std::int64_t) {
+      for (std::int64_t c; (c = next.fetch_add(1)) < chunks;)
+        run_chunk(w, c, slot_size ? slot_memory.data() + c * slot_size : nullptr);
+    });
+    for (std::int64_t c = 0; c < slots; ++c)
+      add_slot(slot_memory.data() + c * slot_size);
+  }
+  for (const Target<T>& t : targets) {
+    if (!t.summed) continue;
+    std::transform(total.begin() + t.slot_offset, total.begin() + t.slot_offset + t.row_size,
+                   t.data, [](double x) { return static_cast<T>(x); });
+  }
+}
+
+template void kl_rowwise_backward<float>(const Gaussians<float>&, const Gaussians<float>*,
+                                         std::int64_t, const float*, const Gradients<float>&,
+                                         const Gradients<float>&, int);
+template void kl_rowwise_backward<double>(const Gaussians<double>&, const Gaussians<double>*,
+                                          std::int64_t, const double*, const Gradients<double>&,
+                                          const Gradients<double>&, int);
+
+}  // namespace gausskl::cpu

@@ -1,0 +1,58 @@
+// Highway runtime dispatch of the row-wise diagonal backward kernel
+// (rowwise/ukr_diag_backward-inl.h): compiled once per target, the best one the CPU supports picked
+// at run time on every call (so tests that force a target reach it).
+#undef HWY_TARGET_INCLUDE
+// A path from src/, an include directory (__FILE__ is not reliable).
+#define HWY_TARGET_INCLUDE "cpu/rowwise/ukr_diag_backward.cpp"
+#include "hwy/foreach_target.h"  // must come before highway.h
+#include "hwy/highway.h"
+//
+#include "cpu/rowwise/ukr_diag_backward-inl.h"
+#include "cpu/rowwise/ukr_diag_backward.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace gausskl::cpu::HWY_NAMESPACE {
+
+void DiagBackwardF32(const DiagGaussians<float>& p, const DiagGaussians<float>* q, std::int64_t lo,
+                     std::int64_t hi, const float* grad, const SideSinks<float>& sp,
+                     const SideSinks<float>& sq) {
+  rowwise_diag_backward_detail::Rows<float>(p, q, lo, hi, grad, sp, sq);
+}
+void DiagBackwardF64(const DiagGaussians<double>& p, const DiagGaussians<double>* q,
+                     std::int64_t lo, std::int64_t hi, const double* grad,
+                     const SideSinks<double>& sp, const SideSinks<double>& sq) {
+  rowwise_diag_backward_detail::Rows<double>(p, q, lo, hi, grad, sp, sq);
+}
+const char* DiagBackwardTargetName() {
+  return hwy::TargetName(HWY_TARGET);
+}
+
+}  // namespace gausskl::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace gausskl::cpu {
+
+HWY_EXPORT(DiagBackwardF32);
+HWY_EXPORT(DiagBackwardF64);
+HWY_EXPORT(DiagBackwardTargetName);
+
+template <>
+void rowwise_diag_backward<float>(const DiagGaussians<float>& p, const DiagGaussians<float>* q,
+                                  std::int64_t lo, std::int64_t hi, const float* grad,
+                                  const SideSinks<float>& sp, const SideSinks<float>& sq) noexcept {
+  HWY_DYNAMIC_DISPATCH(DiagBackwardF32)(p, q, lo, hi, grad, sp, sq);
+}
+template <>
+void rowwise_diag_backward<double>(const DiagGaussians<double>& p, const DiagGaussians<double>* q,
+                                   std::int64_t lo, std::int64_t hi, const double* grad,
+                                   const SideSinks<double>& sp,
+                                   const SideSinks<double>& sq) noexcept {
+  HWY_DYNAMIC_DISPATCH(DiagBackwardF64)(p, q, lo, hi, grad, sp, sq);
+}
+const char* rowwise_diag_backward_target() noexcept {
+  return HWY_DYNAMIC_DISPATCH(DiagBackwardTargetName)();
+}
+
+}  // namespace gausskl::cpu
+#endif  // HWY_ONCE

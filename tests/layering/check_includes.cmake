@@ -1,0 +1,75 @@
+# The include rules of the layering (README's Layout), checked on every `ctest`:
+#   * src/io/, python/src/ and cli/ include only public headers (gausskl/), the small utility
+#     library (util/) and their own files: never core/ or cpu/;
+#   * src/util/ includes only util/; src/cpu/ never includes core/ (the backend never asks back);
+#   * src/core/ holds no SIMD kernel: no Highway header;
+#   * no two modules include each other (a module is a stem: x.hpp, x.cpp and x-inl.h).
+# Run: cmake -DROOT=<source dir> -P tests/layering/check_includes.cmake
+if(NOT ROOT)
+  message(FATAL_ERROR "pass -DROOT=<source dir>")
+endif()
+set(errors "")
+
+function(includes_of file out)
+  file(STRINGS "${file}" lines REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
+  set(result "")
+  foreach(line IN LISTS lines)
+    string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*\"([^\"]+)\".*" "\\1" inc "${line}")
+    list(APPEND result "${inc}")
+  endforeach()
+  set(${out} "${result}" PARENT_SCOPE)
+endfunction()
+
+# rule(<folder> <allowed regex> <what>): every quoted include of the folder's files matches.
+function(rule folder allowed what)
+  file(GLOB_RECURSE files "${ROOT}/${folder}/*.cpp" "${ROOT}/${folder}/*.hpp" "${ROOT}/${folder}/*.h")
+  foreach(file IN LISTS files)
+    includes_of("${file}" incs)
+    foreach(inc IN LISTS incs)
+      if(NOT inc MATCHES "${allowed}")
+        file(RELATIVE_PATH rel "${ROOT}" "${file}")
+        set(errors "${errors}\n  ${rel} includes \"${inc}\": ${what}" PARENT_SCOPE)
+        set(errors "${errors}\n  ${rel} includes \"${inc}\": ${what}")
+      endif()
+    endforeach()
+  endforeach()
+endfunction()
+
+rule(src/io "^(gausskl|util|io)/" "io/ includes public headers, util/ and io/ only")
+rule(python/src "^(gausskl/|util/|[^/]+$)" "the bindings include public headers, util/ and their own files only")
+rule(cli "^(gausskl|util|io|cli)/" "the CLI includes public headers, util/, io/ and cli/ only")
+rule(src/util "^util/" "util/ includes nothing else of the project")
+rule(src/cpu "^(gausskl|util|cpu|hwy)/" "the backend includes no core/ header")
+rule(src/core "^(gausskl|util|core|cpu)/" "core includes no Highway header (no SIMD kernel)")
+
+# Module cycles over src/.
+file(GLOB_RECURSE files "${ROOT}/src/*.cpp" "${ROOT}/src/*.hpp" "${ROOT}/src/*.h")
+set(modules "")
+foreach(file IN LISTS files)
+  file(RELATIVE_PATH rel "${ROOT}/src" "${file}")
+  string(REGEX REPLACE "(-inl\\.h|\\.hpp|\\.cpp|\\.h)$" "" module "${rel}")
+  string(MAKE_C_IDENTIFIER "${module}" key)
+  includes_of("${file}" incs)
+  foreach(inc IN LISTS incs)
+    string(REGEX REPLACE "(-inl\\.h|\\.hpp|\\.cpp|\\.h)$" "" target "${inc}")
+    if(NOT target STREQUAL module)
+      list(APPEND deps_${key} "${target}")
+    endif()
+  endforeach()
+  list(APPEND modules "${module}")
+endforeach()
+list(REMOVE_DUPLICATES modules)
+foreach(a IN LISTS modules)
+  string(MAKE_C_IDENTIFIER "${a}" ka)
+  foreach(b IN LISTS deps_${ka})
+    string(MAKE_C_IDENTIFIER "${b}" kb)
+    if(a STRLESS b AND "${a}" IN_LIST deps_${kb})
+      set(errors "${errors}\n  src/${a} and src/${b} include each other")
+    endif()
+  endforeach()
+endforeach()
+
+if(errors)
+  message(FATAL_ERROR "include rules broken:${errors}")
+endif()
+message(STATUS "include rules: clean")
