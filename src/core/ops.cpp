@@ -13,7 +13,6 @@
 
 #include "core/error.hpp"
 #include "core/names.hpp"
-#include "core/options.hpp"
 #include "core/plan.hpp"
 #include "core/validate.hpp"
 #include "cpu/all_pairs.hpp"
@@ -24,7 +23,6 @@
 namespace gausskl {
 namespace {
 
-using detail::check_options;
 using detail::fail;
 using detail::show;
 
