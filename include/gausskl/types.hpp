@@ -158,6 +158,19 @@ enum class DiagParam { stddev, var, logvar, precision };
 // Symmetric matrices are read from their lower triangle after a symmetry check.
 enum class FullParam { scale_tril, covariance, precision_matrix, packed_scale_tril };
 
+// The names of the parameterizations as users write them (the array names of the file format,
+// the Python package's keywords), in the order of the enums.
+inline constexpr std::array<const char*, 4> diag_param_names = {"std", "var", "logvar",
+                                                                "precision"};
+inline constexpr std::array<const char*, 4> full_param_names = {
+    "scale_tril", "covariance", "precision_matrix", "packed_scale_tril"};
+inline constexpr const char* param_name(DiagParam p) {
+  return diag_param_names[static_cast<std::size_t>(p)];
+}
+inline constexpr const char* param_name(FullParam p) {
+  return full_param_names[static_cast<std::size_t>(p)];
+}
+
 // N Gaussians N(mean_i, diag(sigma_i^2)); mean and scale are [N, D].
 template <class T>
 struct DiagGaussians {

@@ -5,7 +5,6 @@
 #include <string>
 
 #include "core/error.hpp"
-#include "core/names.hpp"
 #include "core/plan.hpp"
 #include "core/validate.hpp"
 #include "cpu/backward.hpp"
@@ -22,7 +21,7 @@ template <class T>
 const char* family_name(const Gaussians<T>& g) {
   if (std::holds_alternative<DiagGaussians<T>>(g.variant())) return "diagonal";
   if (const auto* full = std::get_if<FullGaussians<T>>(&g.variant())) {
-    return detail::param_name(full->param);
+    return param_name(full->param);
   }
   return "low-rank";
 }

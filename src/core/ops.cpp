@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "core/names.hpp"
 #include "core/plan.hpp"
 #include "core/validate.hpp"
 #include "cpu/all_pairs.hpp"
@@ -42,7 +41,7 @@ void check_size(const char* op, const char* name, std::size_t got, std::int64_t 
 template <class T>
 const char* full_param_name(const Gaussians<T>& g) {
   const auto* full = std::get_if<FullGaussians<T>>(&g.variant());
-  return full ? detail::param_name(full->param) : "scale";
+  return full ? param_name(full->param) : "scale";
 }
 
 // Runs a backend call; turns a failed factorization and a failed allocation into errors.

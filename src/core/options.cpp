@@ -28,7 +28,8 @@ void check_options(const char* op, const Options& options) {
   }
   if (!(options.tolerance >= 0 && options.tolerance <= limits::max_tolerance)) {
     throw OptionError(op, "tolerance",
-                      std::string("must be 0 (the default) or at most ") + detail::show_limit(limits::max_tolerance),
+                      std::string("must be 0 (the default) or at most ") +
+                          detail::show_limit(limits::max_tolerance),
                       show(options.tolerance));
   }
   if (options.memory_budget < 0) {

@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "core/names.hpp"
 #include "cpu/common/parallel.hpp"
 #include "cpu/common/validate_rows.hpp"
 #include "gausskl/limits.hpp"
