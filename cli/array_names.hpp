@@ -3,18 +3,26 @@
 
 #include <algorithm>
 #include <array>
+#include <string>
 #include <string_view>
+
+#include "gausskl/types.hpp"
 
 namespace gausskl::cli {
 
-inline constexpr std::array<std::string_view, 4> kDiagScales = {"std", "var", "logvar",
-                                                                "precision"};
-inline constexpr std::array<std::string_view, 4> kFullScales = {
-    "scale_tril", "covariance", "precision_matrix", "packed_scale_tril"};
+// The library's names (gausskl/types.hpp), in the order of its enums.
+inline constexpr const auto& kDiagScales = diag_param_names;
+inline constexpr const auto& kFullScales = full_param_names;
 
-inline constexpr const char* kExpectedArrays =
-    "expected mean and one of std, var, logvar, precision, scale_tril, covariance, "
-    "precision_matrix, packed_scale_tril, or cov_factor with cov_diag";
+// "expected mean and one of std, ..., packed_scale_tril, or cov_factor with cov_diag".
+inline std::string expected_arrays() {
+  std::string text = "expected mean and one of ";
+  for (const char* n : kDiagScales)
+    (text += n) += ", ";
+  for (const char* n : kFullScales)
+    (text += n) += ", ";
+  return text + "or cov_factor with cov_diag";
+}
 
 inline bool is_diag_scale(std::string_view n) {
   return std::find(kDiagScales.begin(), kDiagScales.end(), n) != kDiagScales.end();

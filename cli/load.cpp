@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string_view>
 
 #include "cli/array_names.hpp"
 #include "io/csv.hpp"
@@ -63,7 +64,7 @@ std::vector<std::string> scale_names(const Side& side, const Keys& keys = {}) {
     std::vector<std::string> scales(kDiagScales.begin(), kDiagScales.end());
     scales.insert(scales.end(), kFullScales.begin(), kFullScales.end());
     scales.insert(scales.end(), {"cov_factor", "cov_diag"});
-    fail(side.name + ": no scale array; " + kExpectedArrays + missing_hint(side, keys, scales));
+    fail(side.name + ": no scale array; " + expected_arrays() + missing_hint(side, keys, scales));
   }
   if (found.size() > 1) {
     fail(side.name + ": two scale descriptions, " + found[0] + " and " + found[1] +
@@ -145,7 +146,7 @@ Side load_side(const std::string& name, const std::vector<std::string>& spec, co
       }
       const std::string entry = item.substr(0, eq), path = item.substr(eq + 1);
       if (!is_array_name(entry)) {
-        fail("--" + name + ": unknown array '" + entry + "'; " + kExpectedArrays);
+        fail("--" + name + ": unknown array '" + entry + "'; " + expected_arrays());
       }
       if (side.arrays.count(entry)) fail("--" + name + ": " + entry + " given twice");
       if (path.ends_with(".npy")) {
@@ -158,7 +159,7 @@ Side load_side(const std::string& name, const std::vector<std::string>& spec, co
     }
   }
   if (!side.arrays.count("mean")) {
-    fail(name + ": no mean array; " + kExpectedArrays + missing_hint(side, keys, {"mean"}));
+    fail(name + ": no mean array; " + expected_arrays() + missing_hint(side, keys, {"mean"}));
   }
   scale_names(side, keys);
   return side;
@@ -171,7 +172,7 @@ std::string ignored_note(const Side& side) {
 }
 
 bool has_packed(const Side& side) {
-  return side.arrays.count("packed_scale_tril") > 0;
+  return side.arrays.count(param_name(FullParam::packed_scale_tril)) > 0;
 }
 
 bool has_float64(const Side& side) {
@@ -221,22 +222,19 @@ Batch<T>::Batch(const Side& side, io::MemoryAllowance& allowance, bool log_diago
   const std::vector<std::string> scale = scale_names(side);
   const View<T, 2> m = view2("mean");
   const std::string& s = scale[0];
-  if (s == "std" || s == "var" || s == "logvar" || s == "precision") {
-    const DiagParam param = s == "std"      ? DiagParam::stddev
-                            : s == "var"    ? DiagParam::var
-                            : s == "logvar" ? DiagParam::logvar
-                                            : DiagParam::precision;
+  if (is_diag_scale(s)) {
+    const auto at = std::find(kDiagScales.begin(), kDiagScales.end(), std::string_view(s));
+    const auto param = static_cast<DiagParam>(at - kDiagScales.begin());
     gaussians_.emplace(DiagGaussians<T>{m, view2(s), param});
   } else if (s == "cov_factor") {
     gaussians_.emplace(LowRankGaussians<T>{m, view3("cov_factor"), view2("cov_diag")});
-  } else if (s == "packed_scale_tril") {
+  } else if (s == param_name(FullParam::packed_scale_tril)) {
     // [N, D (D + 1) / 2] (the library checks K against D), as given: never unpacked here.
     gaussians_.emplace(
         FullGaussians<T>{m, {}, FullParam::packed_scale_tril, view2(s), log_diagonal});
   } else {
-    const FullParam param = s == "scale_tril"   ? FullParam::scale_tril
-                            : s == "covariance" ? FullParam::covariance
-                                                : FullParam::precision_matrix;
+    const auto at = std::find(kFullScales.begin(), kFullScales.end(), std::string_view(s));
+    const auto param = static_cast<FullParam>(at - kFullScales.begin());
     gaussians_.emplace(FullGaussians<T>{m, view3(s), param});
   }
 }

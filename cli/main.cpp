@@ -4,13 +4,17 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "cli/commands.hpp"
 #include "cli/keys.hpp"
 #include "cli/usage_errors.hpp"
+#include "gausskl/limits.hpp"
+#include "gausskl/ops.hpp"
 #include "gausskl/types.hpp"
 #include "gausskl/version.hpp"
 #include "io/atomic_file.hpp"
+#include "util/show.hpp"
 
 namespace {
 
@@ -35,6 +39,26 @@ constexpr const char* kExitCodes =
     "\nExit status: 0 success; 2 bad input or usage (one line on stderr naming the array, the "
     "index and the rule); 1 resource or internal error. On any error no output file is created "
     "and an existing one is left untouched.\n";
+
+// A validator of the option setting Options' `field` by the library's own rule
+// (gausskl::check_options), so that a bad value is reported before any input is read; the
+// message is the library's rule with the value as typed.
+template <class T>
+CLI::Validator library_rule(T gausskl::Options::*field, const char* kind, std::string name) {
+  return CLI::Validator(
+      [field, kind](std::string& text) {
+        gausskl::Options options;
+        if (!CLI::detail::lexical_cast(text, options.*field))
+          return std::string("must be ") + kind + ", found " + text;
+        try {
+          gausskl::check_options("gausskl", options);
+        } catch (const gausskl::OptionError& e) {
+          return e.rule() + ", found " + text;
+        }
+        return std::string();
+      },
+      std::move(name));
+}
 
 void add_common(CLI::App* cmd, Args& args, const char* out_help) {
   cmd->add_option("--p", args.p, kSpecHelp)->required()->expected(1, -1);
@@ -61,18 +85,19 @@ void add_common(CLI::App* cmd, Args& args, const char* out_help) {
                   "else float32)")
       ->check(CLI::IsMember({"float32", "float64"}));
   cmd->add_option("--threads", args.threads, "worker threads (default 0: all cores)")
-      ->check(CLI::Range(0, 4096));
+      ->check(library_rule(&gausskl::Options::threads, "an integer", "N >= 0"));
   cmd->add_option("--memory-budget", args.memory_budget,
-                  "the most memory for data, e.g. 512M or 2G: inputs as read, converted and "
-                  "prepared copies, work buffers, knn's result, and blocks of results, which "
-                  "get the rest; too small is an error before the work starts (default: no "
-                  "limit, blocks of 128M)")
+                  std::string("the most memory for data, e.g. 512M or 2G: inputs as read, "
+                              "converted and prepared copies, work buffers, knn's result, and "
+                              "blocks of results, which get the rest; too small is an error "
+                              "before the work starts (default: no limit, blocks of ") +
+                      std::to_string(gausskl::limits::default_block_bytes >> 20) + "M)")
       ->transform(CLI::AsSizeValue(false));
   cmd->add_option("--jitter", args.jitter,
                   "add EPS to the diagonal of each covariance or precision matrix that is not "
                   "positive definite (only those; a note on stderr says how many); default: "
                   "such a matrix is an error")
-      ->check(CLI::NonNegativeNumber);
+      ->check(library_rule(&gausskl::Options::jitter, "a number", "EPS >= 0"));
   cmd->add_flag("--log-diagonal", args.log_diagonal,
                 "the diagonal entries of packed_scale_tril hold log L_rr (L_rr = exp(x), as "
                 "for an unconstrained parameter), in every input that has packed_scale_tril");
@@ -81,25 +106,24 @@ void add_common(CLI::App* cmd, Args& args, const char* out_help) {
                 "is not a terminal either)");
 }
 
-constexpr const char* kToleranceHelp =
-    "the error allowed in each result, as |KL - exact| / (|exact| + 1), guaranteed: entries "
-    "whose error bound exceeds it are recomputed exactly. Default 0: 1e-7 when every input is "
-    "float32, 1e-13 when any is float64 or CSV; at most 1e-3. ";
+std::string tolerance_help() {
+  using gausskl::detail::show_limit;
+  namespace limits = gausskl::limits;
+  return std::string(
+             "the error allowed in each result, as |KL - exact| / (|exact| + 1), guaranteed: "
+             "entries whose error bound exceeds it are recomputed exactly. Default 0: ") +
+         show_limit(limits::default_tolerance_float32) + " when every input is float32, " +
+         show_limit(limits::default_tolerance_float64) + " when any is float64 or CSV; at most " +
+         show_limit(limits::max_tolerance) + ". ";
+}
 
-// --tolerance (pairwise, knn): Options::tolerance, whose rule (check_options in
-// src/core/ops.cpp) is checked here too, so that a bad value is reported before any input is
-// read (kl has no such option: row-wise results are always exact).
+// --tolerance (pairwise, knn): Options::tolerance (kl has no such option: row-wise results are
+// always exact).
 void add_tolerance(CLI::App* cmd, Args& args, const char* what_it_changes) {
-  const CLI::Validator rule(
-      [](std::string& text) {
-        double value = 0;
-        if (!CLI::detail::lexical_cast(text, value)) return "must be a number, found " + text;
-        if (value >= 0 && value <= gausskl::Options::max_tolerance) return std::string();
-        return "must be 0 (the default) or at most 1e-3, found " + text;
-      },
-      "EPS in [0, 1e-3]");
-  cmd->add_option("--tolerance", args.tolerance, std::string(kToleranceHelp) + what_it_changes)
-      ->check(rule);
+  cmd->add_option("--tolerance", args.tolerance, tolerance_help() + what_it_changes)
+      ->check(library_rule(&gausskl::Options::tolerance, "a number",
+                           std::string("EPS in [0, ") +
+                               gausskl::detail::show_limit(gausskl::limits::max_tolerance) + "]"));
 }
 
 int usage_error(const std::string& message, const std::string& help = "gausskl --help") {

@@ -10,11 +10,31 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <stdexcept>
+#include <string>
 
 #include "gausskl/export.hpp"
 #include "gausskl/types.hpp"
 
 namespace gausskl {
+
+// A bad field of Options: what() reads "[op] options.NAME RULE, found VALUE"; option() is NAME
+// ("tolerance"), rule() is RULE ("must be 0 (the default) or at most 1e-3").
+class GAUSSKL_API OptionError : public std::invalid_argument {
+ public:
+  OptionError(const std::string& op, std::string option, std::string rule,
+              const std::string& found);
+  ~OptionError() override;
+  const std::string& option() const noexcept { return option_; }
+  const std::string& rule() const noexcept { return rule_; }
+
+ private:
+  std::string option_, rule_;
+};
+
+// The rules for Options (threads, jitter, tolerance and memory_budget within the ranges of
+// gausskl/limits.hpp), which every operation checks first; throws OptionError, tagged `op`.
+GAUSSKL_API void check_options(const char* op, const Options& options);
 
 // Row-wise: out[i] = KL(p_i || q_i) for i < N. p and q have equal N, or one of them has N = 1
 // and is paired with every row of the other: out has the other side's N elements (so 0 when

@@ -15,6 +15,8 @@
 #include <utility>
 #include <variant>
 
+#include "gausskl/limits.hpp"
+
 namespace gausskl {
 
 // A read-only N-dimensional strided view: element (i0, i1, ...) is at
@@ -156,6 +158,19 @@ enum class DiagParam { stddev, var, logvar, precision };
 // Symmetric matrices are read from their lower triangle after a symmetry check.
 enum class FullParam { scale_tril, covariance, precision_matrix, packed_scale_tril };
 
+// The names of the parameterizations as users write them (the array names of the file format,
+// the Python package's keywords), in the order of the enums.
+inline constexpr std::array<const char*, 4> diag_param_names = {"std", "var", "logvar",
+                                                                "precision"};
+inline constexpr std::array<const char*, 4> full_param_names = {
+    "scale_tril", "covariance", "precision_matrix", "packed_scale_tril"};
+inline constexpr const char* param_name(DiagParam p) {
+  return diag_param_names[static_cast<std::size_t>(p)];
+}
+inline constexpr const char* param_name(FullParam p) {
+  return full_param_names[static_cast<std::size_t>(p)];
+}
+
 // N Gaussians N(mean_i, diag(sigma_i^2)); mean and scale are [N, D].
 template <class T>
 struct DiagGaussians {
@@ -218,18 +233,18 @@ struct Options {
   // Bytes the call may allocate: the prepared (factored) copies of the inputs, work buffers and,
   // for pairwise_kl / knn_kl, the blocks of rows of results, which get what the rest leaves. A
   // budget too small for the rest and one row is an error (std::runtime_error) before anything
-  // is allocated. 0: no limit, and blocks of 128 MiB. The caller's inputs and outputs are not
-  // counted.
+  // is allocated. 0: no limit, and blocks of limits::default_block_bytes. The caller's inputs
+  // and outputs are not counted.
   std::int64_t memory_budget = 0;
   // pairwise_kl and knn_kl: the error each result may have, as |KL - exact KL| / (|exact KL| + 1)
   // before rounding to the output type. Every entry gets a deterministic error bound, and those
   // whose bound exceeds this are recomputed in the exact per-dimension form, so this is a
-  // guarantee, not an estimate. 0: the default, 1e-7 for float inputs and 1e-13 for double (ten
-  // times below the accuracy promised for them, 1e-6 and 1e-12). At most 1e-3. A larger
-  // tolerance lets float diagonal inputs use a float kernel (1.7 times the speed) from
-  // about 1e-5 up (kDiagFloatKernelMargin in src/cpu/tunables.hpp).
+  // guarantee, not an estimate. 0: the default, limits::default_tolerance<T> for inputs of
+  // type T. At most limits::max_tolerance (gausskl/limits.hpp). A larger tolerance lets float
+  // diagonal inputs use a float kernel (1.7 times the speed) from about 1e-5 up
+  // (kDiagFloatKernelMargin in src/cpu/tunables.hpp).
   double tolerance = 0;
-  static constexpr double max_tolerance = 1e-3;  // beyond 0.1%, not a KL one should rank by
+  static constexpr double max_tolerance = limits::max_tolerance;
   // Called on the calling thread after each block of rows: (rows done, rows in all).
   std::function<void(std::int64_t done, std::int64_t total)> progress = nullptr;
   // > 0: a covariance or precision matrix that is not positive definite is factored again with

@@ -20,10 +20,11 @@ import math
 
 import numpy as np
 
-from gausskl import _arrays
+from gausskl import _arrays, _ext
 
-DIAG_PARAMS = ("std", "var", "logvar", "precision")
-FULL_PARAMS = ("scale_tril", "covariance", "precision_matrix", "packed_scale_tril")
+# The parameterizations' names, the library's (gausskl/types.hpp).
+DIAG_PARAMS = _ext.DIAG_PARAMS
+FULL_PARAMS = _ext.FULL_PARAMS
 
 # The code of each family and parameterization in a batch's spec, the tuple the extension reads:
 # (code, mean, scale) or (code, mean, cov_factor, cov_diag). python/src/sides.hpp has the same

@@ -9,6 +9,27 @@ def version() -> str:
 
 MAX_TOLERANCE: float = 0.001
 
+DEFAULT_TOLERANCE_FLOAT32: float = 1e-07
+
+DEFAULT_TOLERANCE_FLOAT64: float = 1e-13
+
+DEFAULT_BLOCK_BYTES: int = 134217728
+
+MIN_VARIANCE: float = 1e-300
+
+MAX_VARIANCE: float = 1e+300
+
+VARIANCE_RANGE: str = '[1e-300, 1e300]'
+
+DIAG_PARAMS: tuple = ('std', 'var', 'logvar', 'precision')
+
+FULL_PARAMS: tuple = ...
+
+def check_options(op: str, threads: int, jitter: float, tolerance: float, memory_budget: int) -> None:
+    """
+    The library's rules for the options (gausskl::check_options): ValueError, its message.
+    """
+
 NEEDS_GRAD: int = 1
 
 TORCH_PATH: int = 2

@@ -197,6 +197,16 @@ def _compiled(name):
 
     return getattr(_compile, name)
 
+def _limit_text(x: float) -> str:
+    """A limit as the library writes it: "1e-3", "1e-13" (gausskl/limits.hpp's values)."""
+    mantissa, exponent = f"{x:.0e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+_TOL32 = _limit_text(_ext.DEFAULT_TOLERANCE_FLOAT32)
+_TOL64 = _limit_text(_ext.DEFAULT_TOLERANCE_FLOAT64)
+_TOLMAX = _limit_text(_ext.MAX_TOLERANCE)
+
 # The parameters that several operations share, described once: _documented writes them into
 # each operation's docstring, so help() shows every parameter of every operation in full. Each is
 # (the numpydoc header line, or None, and the description, wrapped where it is written in).
@@ -207,30 +217,30 @@ _PARAMETERS = {
         instead, results and gradients are those of the jittered matrices, and a
         ``gausskl.JitterWarning`` says how many distributions of each side needed it. Negative
         or not finite: ValueError; not a real number: TypeError."""),
-    "tolerance": ("tolerance : float or None, default 0", """
+    "tolerance": ("tolerance : float or None, default 0", f"""
         The error each result may have, as ``|KL - exact| / (|exact| + 1)`` before rounding to
-        the result's dtype; 0 or None: 1e-7 when every input is float32, 1e-13 otherwise. A
+        the result's dtype; 0 or None: {_TOL32} when every input is float32, {_TOL64} otherwise. A
         guarantee, not an estimate: every entry gets a deterministic error bound, and those whose
-        bound exceeds it are recomputed in the exact per-dimension form. At most 1e-3 (ValueError
-        if larger, negative or NaN; TypeError if not a real number). From about 1e-5 up, float32
+        bound exceeds it are recomputed in the exact per-dimension form. At most {_TOLMAX}
+        (ValueError if larger, negative or NaN; TypeError if not a real number). From about 1e-5 up, float32
         diagonal inputs may use a faster float kernel."""),
-    "memory_budget_pairs": ("memory_budget : int or None, default 0", """
+    "memory_budget_pairs": ("memory_budget : int or None, default 0", f"""
         Bytes the library may allocate for the call: the prepared (factored) copies of the
         inputs, work buffers, and blocks of rows of results in what they leave; 0 or None: no
-        limit (blocks of 128 MiB). Your inputs and the returned arrays are not counted, and
-        results do not depend on it. Too small for the rest and one row: RuntimeError with the
+        limit (blocks of {_ext.DEFAULT_BLOCK_BYTES >> 20} MiB). Your inputs and the returned
+        arrays are not counted, and results do not depend on it. Too small for the rest and one row: RuntimeError with the
         library's message (``[pairwise_kl] the memory budget (...) is too small: ...``) before
         anything is allocated; negative: ValueError; not an int: TypeError."""),
     "threads": ("threads : int, default 0", """
         The most worker threads the library may use; 0: one per hardware thread. Small calls
         run on the calling thread whatever it says, and results do not depend on it. Negative:
         ValueError; not an int: TypeError."""),
-    "torch_path": ("torch_path : bool or None, default None", """
+    "torch_path": ("torch_path : bool or None, default None", f"""
         Which code computes torch tensors on the CPU: None, the library unless the environment
         variable ``GAUSSKL_FORCE_TORCH_PATH`` is set (to anything but 0); True, torch operations
         (the same algorithms, as for CUDA and MPS tensors, which always take that path); False,
         the library. NumPy inputs are always the library's. The torch path keeps the library's
-        promise in torch operations: float64 arithmetic (float32 on MPS, default tolerance 1e-7
+        promise in torch operations: float64 arithmetic (float32 on MPS, default tolerance {_TOL32}
         there); all pairs and knn certified to ``tolerance`` (diagonal pairs by the centred GEMM
         form with a rounding bound per entry, the entries it cannot certify recomputed directly;
         other families directly) in row blocks sized by ``memory_budget``, with the same

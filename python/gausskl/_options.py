@@ -13,8 +13,6 @@ from __future__ import annotations
 import numbers
 import operator
 
-import numpy as np
-
 from gausskl import _ext
 
 INT64_MAX = (1 << 63) - 1
@@ -73,15 +71,8 @@ def common(op: str, jitter, memory_budget_, threads):
 
 
 def check_torch_path(op: str, jitter, tolerance_: float = 0.0, budget: int = 0) -> None:
-    """The library's rules for the options, in its order (src/core/ops.cpp check_options: the
+    """The library's rules for the options (gausskl::check_options, through the extension: the
     jitter, the tolerance, the budget), on the torch path (which then certifies all-pairs
     results within the tolerance and sizes its blocks by the budget, gausskl._torch_path)."""
-    from gausskl._torch_path import check_jitter, show
-
-    check_jitter(op, jitter)
-    if not (tolerance_ >= 0 and tolerance_ <= _ext.MAX_TOLERANCE):
-        raise ValueError(f"[{op}] options.tolerance must be 0 (the default) or at most 1e-3, "
-                         f"found {show(np.float64(tolerance_))}")
-    if budget < 0:
-        raise ValueError(f"[{op}] options.memory_budget must be >= 0 (0 = default), found {budget}")
+    _ext.check_options(op, 0, jitter.eps, tolerance_, budget)
 

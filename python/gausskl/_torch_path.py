@@ -26,18 +26,21 @@ import math
 import numpy as np
 import torch
 
+from gausskl import _ext
 from gausskl._jitter import HINT
 
 # Rows of p per pairwise block in knn_kl: the block is [rows, M], kept under this many bytes.
 KNN_BLOCK_BYTES = 64 << 20
-# Without a memory budget, all-pairs blocks of rows of this many bytes, as the library's
-# (src/core/ops.cpp kDefaultBlockBytes).
-DEFAULT_BLOCK_BYTES = 128 << 20
+# Without a memory budget, all-pairs blocks of rows of this many bytes: the library's
+# (gausskl/limits.hpp default_block_bytes).
+DEFAULT_BLOCK_BYTES = _ext.DEFAULT_BLOCK_BYTES
 # The direct form's pairs are recomputed in chunks of at most this many bytes of temporaries.
 DIRECT_CHUNK_BYTES = 16 << 20
 
-MIN_VARIANCE = 1e-300
-MAX_VARIANCE = 1e300
+# The variances allowed, and the library's words for them ("[1e-300, 1e300]").
+MIN_VARIANCE = _ext.MIN_VARIANCE
+MAX_VARIANCE = _ext.MAX_VARIANCE
+VARIANCE_RANGE = _ext.VARIANCE_RANGE
 
 PD_HINT = " (to regularize, add eps to the diagonal only: C + eps * I)"
 
@@ -82,9 +85,6 @@ def _at3(ix) -> str:
     return f"distribution {ix[0]}, row {ix[1]}, column {ix[2]}"
 
 
-_DIAG_NAMES = {"std": "std", "var": "var", "logvar": "logvar", "precision": "precision"}
-
-
 def _implied_variance(param: str, x: torch.Tensor) -> torch.Tensor:
     x = x.to(compute_dtype(x.device))
     if param == "std":
@@ -119,7 +119,7 @@ def validate(op: str, side: str, g) -> None:
         v = _implied_variance(g.param, s)
         bad = _first(~((v >= MIN_VARIANCE) & (v <= MAX_VARIANCE)))
         if bad:
-            fail(op, f"{name} gives a variance outside [1e-300, 1e300], found "
+            fail(op, f"{name} gives a variance outside {VARIANCE_RANGE}, found "
                      f"{_scalar(s, bad)} at {_at2(bad)}")
     elif g.param == "packed_scale_tril":
         _validate_packed(op, side, g, a["scale"], mean.shape[1])
@@ -134,7 +134,7 @@ def validate(op: str, side: str, g) -> None:
             v = diag.to(compute_dtype(s.device)) ** 2
             bad = _first(~((diag > 0) & (v >= MIN_VARIANCE) & (v <= MAX_VARIANCE)))
             if bad:
-                fail(op, f"{name} must have a positive diagonal with squares in [1e-300, 1e300], "
+                fail(op, f"{name} must have a positive diagonal with squares in {VARIANCE_RANGE}, "
                          f"found {_scalar(diag, bad)} at {_at3([bad[0], bad[1], bad[1]])}")
             bad = _first(torch.triu(s, diagonal=1) != 0)
             if bad:
@@ -167,7 +167,7 @@ def validate(op: str, side: str, g) -> None:
         x = dg.to(compute_dtype(dg.device))
         bad = _first(~((x >= MIN_VARIANCE) & (x <= MAX_VARIANCE)))
         if bad:
-            fail(op, f"{side}.cov_diag gives a variance outside [1e-300, 1e300], found "
+            fail(op, f"{side}.cov_diag gives a variance outside {VARIANCE_RANGE}, found "
                      f"{_scalar(dg, bad)} at {_at2(bad)}")
 
 
@@ -204,16 +204,10 @@ def _validate_packed(op: str, side: str, g, s: torch.Tensor, d: int) -> None:
     c = int(cols[_first(~diag_ok[i])[0]])
     if g.log_diagonal:
         fail(op, f"{name} must have diagonal entries x = log L_rr (log_diagonal) with exp(2 x) "
-                 f"in [1e-300, 1e300], found {_scalar(s, [i, c])} at {where(i, c)}")
-    fail(op, f"{name} must have a positive diagonal with squares in [1e-300, 1e300], found "
+                 f"in {VARIANCE_RANGE}, found {_scalar(s, [i, c])} at {where(i, c)}")
+    fail(op, f"{name} must have a positive diagonal with squares in {VARIANCE_RANGE}, found "
              f"{_scalar(s, [i, c])} at {where(i, c)}; for log L_rr on the diagonal, set "
              "log_diagonal")
-
-
-def check_jitter(op: str, jitter) -> None:
-    """The library's rule for Options::jitter (src/core/ops.cpp)."""
-    if not (jitter.eps >= 0 and math.isfinite(jitter.eps)):
-        fail(op, f"options.jitter must be finite and >= 0, found {show(np.float64(jitter.eps))}")
 
 
 def _cholesky(op: str, side: str, g, m: torch.Tensor, jitter) -> torch.Tensor:
@@ -537,9 +531,11 @@ def rowwise(op: str, p, q, out_dtype: torch.dtype, jitter) -> torch.Tensor:
 
 
 def default_tolerance(input_dtype: torch.dtype, dtype: torch.dtype) -> float:
-    """The library's default certified error: 1e-7 for float32 inputs, 1e-13 otherwise; 1e-7
-    where the device computes in float32 (MPS)."""
-    return 1e-13 if input_dtype == torch.float64 and dtype == torch.float64 else 1e-7
+    """The library's default certified error (gausskl/limits.hpp): float64's for float64 inputs
+    computed in float64, else float32's (also where the device computes in float32, MPS)."""
+    if input_dtype == torch.float64 and dtype == torch.float64:
+        return _ext.DEFAULT_TOLERANCE_FLOAT64
+    return _ext.DEFAULT_TOLERANCE_FLOAT32
 
 
 def _pair_bytes(P: Side, Q: Side) -> int:

@@ -12,9 +12,11 @@
 
 #include "arrays.hpp"
 #include "calls.hpp"
+#include "gausskl/limits.hpp"
 #include "gausskl/ops.hpp"
 #include "layout.hpp"
 #include "sides.hpp"
+#include "util/show.hpp"
 
 namespace gausskl::python {
 namespace {
@@ -224,11 +226,50 @@ nb::list addresses(nb::handle spec) {
   return out;
 }
 
+// The variances allowed, as the library's messages write them: "[1e-300, 1e300]".
+std::string variance_range() {
+  std::string text = "[";  // (not "[" + a temporary: GCC 12 warns of a false overlap)
+  text += detail::show_limit(gausskl::limits::min_variance);
+  text += ", ";
+  text += detail::show_limit(gausskl::limits::max_variance);
+  return text + "]";
+}
+
+void check_options_op(const char* op, int threads, double jitter, double tolerance,
+                      std::int64_t memory_budget) {
+  Options options;
+  options.threads = threads;
+  options.jitter = jitter;
+  options.tolerance = tolerance;
+  options.memory_budget = memory_budget;
+  gausskl::check_options(op, options);
+}
+
 }  // namespace
 
 void bind_ops(nb::module_& m) {
   using nb::arg;
-  m.attr("MAX_TOLERANCE") = Options::max_tolerance;
+  // The library's limits and defaults (gausskl/limits.hpp), for the torch path, which checks and
+  // sizes in torch operations, and the package's checks: read here, never restated.
+  namespace limits = gausskl::limits;
+  m.attr("MAX_TOLERANCE") = limits::max_tolerance;
+  m.attr("DEFAULT_TOLERANCE_FLOAT32") = limits::default_tolerance_float32;
+  m.attr("DEFAULT_TOLERANCE_FLOAT64") = limits::default_tolerance_float64;
+  m.attr("DEFAULT_BLOCK_BYTES") = limits::default_block_bytes;
+  m.attr("MIN_VARIANCE") = limits::min_variance;
+  m.attr("MAX_VARIANCE") = limits::max_variance;
+  m.attr("VARIANCE_RANGE") = nb::str(variance_range().c_str());
+  // The parameterizations' names (gausskl/types.hpp), in the order of the library's enums.
+  nb::list diag_names, full_names;
+  for (const char* name : gausskl::diag_param_names)
+    diag_names.append(name);
+  for (const char* name : gausskl::full_param_names)
+    full_names.append(name);
+  m.attr("DIAG_PARAMS") = nb::tuple(diag_names);
+  m.attr("FULL_PARAMS") = nb::tuple(full_names);
+  m.def("check_options", &check_options_op, arg("op"), arg("threads"), arg("jitter"),
+        arg("tolerance"), arg("memory_budget"),
+        "The library's rules for the options (gausskl::check_options): ValueError, its message.");
   m.attr("NEEDS_GRAD") = static_cast<int>(kNeedsGrad);
   m.attr("TORCH_PATH") = static_cast<int>(kTorchPath);
   m.attr("CONVERT") = static_cast<int>(kConvert);

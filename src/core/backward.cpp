@@ -5,12 +5,11 @@
 #include <string>
 
 #include "core/error.hpp"
-#include "core/names.hpp"
-#include "core/options.hpp"
 #include "core/plan.hpp"
 #include "core/validate.hpp"
 #include "cpu/backward.hpp"
 #include "gausskl/gradients.hpp"
+#include "gausskl/ops.hpp"
 
 namespace gausskl {
 namespace {
@@ -22,7 +21,7 @@ template <class T>
 const char* family_name(const Gaussians<T>& g) {
   if (std::holds_alternative<DiagGaussians<T>>(g.variant())) return "diagonal";
   if (const auto* full = std::get_if<FullGaussians<T>>(&g.variant())) {
-    return detail::param_name(full->param);
+    return param_name(full->param);
   }
   return "low-rank";
 }
@@ -82,7 +81,7 @@ template <class T>
 void kl_backward_impl(const Gaussians<T>& p, const Gaussians<T>& q, std::span<const T> grad,
                       const Gradients<T>& dp, const Gradients<T>& dq, const Options& options) {
   const char* op = "kl_backward";
-  detail::check_options(op, options);
+  check_options(op, options);
   // Full batches are validated on the workers the computation itself will use, so that small
   // calls (the blog's 5 x 3) start none.
   const int workers = detail::plan_rowwise(p, &q, std::max(p.n(), q.n()), options).workers;
@@ -107,7 +106,7 @@ template <class T>
 void kl_standard_normal_backward_impl(const Gaussians<T>& p, std::span<const T> grad,
                                       const Gradients<T>& dp, const Options& options) {
   const char* op = "kl_standard_normal_backward";
-  detail::check_options(op, options);
+  check_options(op, options);
   const Gaussians<T>* const standard = nullptr;  // q = N(0, I)
   const int workers = detail::plan_rowwise(p, standard, p.n(), options).workers;
   detail::validate(op, "p", p, workers);
@@ -124,7 +123,7 @@ void pairwise_backward_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::s
                             const Gradients<T>& dp, const Gradients<T>& dq,
                             const Options& options) {
   const char* op = "pairwise_kl_backward";
-  detail::check_options(op, options);
+  check_options(op, options);
   // Validated on the forward's workers (the gradients' own depend on the grad's values).
   const int workers = detail::plan_pairs(p, q, options).backend.workers;
   detail::validate(op, "p", p, workers);

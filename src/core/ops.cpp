@@ -12,8 +12,6 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "core/names.hpp"
-#include "core/options.hpp"
 #include "core/plan.hpp"
 #include "core/validate.hpp"
 #include "cpu/all_pairs.hpp"
@@ -24,7 +22,6 @@
 namespace gausskl {
 namespace {
 
-using detail::check_options;
 using detail::fail;
 using detail::show;
 
@@ -44,7 +41,7 @@ void check_size(const char* op, const char* name, std::size_t got, std::int64_t 
 template <class T>
 const char* full_param_name(const Gaussians<T>& g) {
   const auto* full = std::get_if<FullGaussians<T>>(&g.variant());
-  return full ? detail::param_name(full->param) : "scale";
+  return full ? param_name(full->param) : "scale";
 }
 
 // Runs a backend call; turns a failed factorization and a failed allocation into errors.

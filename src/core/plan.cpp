@@ -9,6 +9,7 @@
 #include "cpu/common/saturating.hpp"
 #include "cpu/knn/loops.hpp"
 #include "cpu/tunables.hpp"
+#include "gausskl/limits.hpp"
 
 namespace gausskl::detail {
 namespace {
@@ -80,7 +81,7 @@ void check_rowwise_budget(const char* op, const cpu::RowwiseConfig& plan, const 
 
 template <class T>
 double effective_tolerance(double requested) {
-  return requested > 0 ? requested : cpu::kDefaultTolerance<T>;
+  return requested > 0 ? requested : limits::default_tolerance<T>;
 }
 
 template <class T>
@@ -124,7 +125,7 @@ void size_blocks(const char* op, PairsPlan& plan, const Gaussians<T>& p, const G
   const std::int64_t n = std::max<std::int64_t>(p.n(), 1);
   row_bytes = std::max<std::int64_t>(row_bytes, 1);
   if (options.memory_budget == 0) {
-    plan.block_rows = std::clamp<std::int64_t>(cpu::kDefaultBlockBytes / row_bytes, 1, n);
+    plan.block_rows = std::clamp<std::int64_t>(limits::default_block_bytes / row_bytes, 1, n);
     return;
   }
   const cpu::PairsBytes bytes = cpu::AllPairs::footprint(p, q, plan.backend);

@@ -41,7 +41,7 @@ struct PairsPlan {
 };
 
 // The tolerance all-pairs entries are computed to: `requested`, or when that is 0 the default
-// for T (kDefaultTolerance).
+// for T (limits::default_tolerance).
 template <class T>
 double effective_tolerance(double requested);
 
@@ -51,7 +51,7 @@ PairsPlan plan_pairs(const Gaussians<T>& p, const Gaussians<T>* q, const Options
 
 // plan.block_rows for results of row_bytes per row (and knn's selection with `knn`): with a
 // budget, what the path's footprint leaves of it, an error if that cannot hold one row; without,
-// blocks of kDefaultBlockBytes.
+// blocks of limits::default_block_bytes.
 template <class T>
 void size_blocks(const char* op, PairsPlan& plan, const Gaussians<T>& p, const Gaussians<T>* q,
                  const Options& options, std::int64_t row_bytes, bool knn);

@@ -15,12 +15,21 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "core/names.hpp"
 #include "cpu/common/parallel.hpp"
 #include "cpu/common/validate_rows.hpp"
+#include "gausskl/limits.hpp"
 
 namespace gausskl::detail {
 namespace {
+
+// The variances allowed, as messages write them: "[1e-300, 1e300]".
+std::string variance_range() {
+  std::string text = "[";  // (not "[" + a temporary: GCC 12 warns of a false overlap)
+  text += show_limit(limits::min_variance);
+  text += ", ";
+  text += show_limit(limits::max_variance);
+  return text + "]";
+}
 
 std::string at2(std::int64_t i, std::int64_t h) {
   return "row " + std::to_string(i) + ", column " + std::to_string(h);
@@ -160,8 +169,8 @@ void check_finite2(const char* op, const std::string& name, const View<T, 2>& v,
   }
 }
 
-// The parameter values whose implied variance lies in [kMinVariance, kMaxVariance], in the
-// parameter's own units, so that the check per element is two comparisons (NaN fails both).
+// The parameter values whose implied variance lies in [limits::min_variance, limits::max_variance],
+// in the parameter's own units, so that the check per element is two comparisons (NaN fails both).
 struct Accepted {
   double lo, hi;
 };
@@ -169,15 +178,15 @@ struct Accepted {
 Accepted accepted(DiagParam p) {
   switch (p) {
     case DiagParam::stddev:
-      return {std::sqrt(kMinVariance), std::sqrt(kMaxVariance)};
+      return {std::sqrt(limits::min_variance), std::sqrt(limits::max_variance)};
     case DiagParam::var:
-      return {kMinVariance, kMaxVariance};
+      return {limits::min_variance, limits::max_variance};
     case DiagParam::logvar:
-      return {std::log(kMinVariance), std::log(kMaxVariance)};
+      return {std::log(limits::min_variance), std::log(limits::max_variance)};
     case DiagParam::precision:
-      return {1 / kMaxVariance, 1 / kMinVariance};
+      return {1 / limits::max_variance, 1 / limits::min_variance};
   }
-  return {kMinVariance, kMaxVariance};
+  return {limits::min_variance, limits::max_variance};
 }
 
 // `where` builds the location text, only on failure (this runs once per input element).
@@ -192,7 +201,8 @@ void check_variance(const char* op, const std::string& name, DiagParam p, const 
   if (p != DiagParam::logvar && !(std::isfinite(x) && x > 0)) {
     fail(op, name + " must be positive and finite, found " + show(x) + " at " + where());
   }
-  fail(op, name + " gives a variance outside [1e-300, 1e300], found " + show(x) + " at " + where());
+  fail(op, name + " gives a variance outside " + variance_range() + ", found " + show(x) + " at " +
+               where());
 }
 
 // [lo, hi] in T: for every T x, lo_T <= x <= hi_T exactly when lo <= double(x) <= hi (the
@@ -323,7 +333,7 @@ bool symmetric_at(const View<T, 3>& s, std::int64_t n, std::int64_t r, std::int6
 template <class T>
 bool tril_diagonal_ok(T diag) {
   const double v = double(diag) * double(diag);
-  return diag > 0 && v >= kMinVariance && v <= kMaxVariance;
+  return diag > 0 && v >= limits::min_variance && v <= limits::max_variance;
 }
 
 // True if every value of distribution i is finite and, for scale_tril, the part above the
@@ -356,7 +366,8 @@ template <class T>
 bool full_valid(const View<T, 3>& s, std::int64_t i, bool lower, const std::vector<T>& window) {
   const std::int64_t d = s.shape[1];
   if (!window.empty()) {
-    return cpu::tril_rows(&s(i, 0, 0), s.strides[1], d, window.data(), kMinVariance, kMaxVariance);
+    return cpu::tril_rows(&s(i, 0, 0), s.strides[1], d, window.data(), limits::min_variance,
+                          limits::max_variance);
   }
   if (!full_looks_valid(s, i, lower)) return false;
   for (std::int64_t r = 0; r < d; ++r) {
@@ -387,8 +398,8 @@ void check_full(const char* op, const std::string& name, const View<T, 3>& s, st
   }
   for (std::int64_t r = 0; r < d; ++r) {
     if (lower && !tril_diagonal_ok(s(i, r, r))) {
-      fail(op, name + " must have a positive diagonal with squares in [1e-300, 1e300], found " +
-                   show(s(i, r, r)) + " at " + at3(i, r, r));
+      fail(op, name + " must have a positive diagonal with squares in " + variance_range() +
+                   ", found " + show(s(i, r, r)) + " at " + at3(i, r, r));
     }
     for (std::int64_t c = 0; !lower && c < r; ++c) {
       if (!symmetric_at(s, i, r, c)) {
@@ -402,8 +413,9 @@ void check_full(const char* op, const std::string& name, const View<T, 3>& s, st
 // packed_scale_tril: [N, K], K = D (D + 1) / 2, L_rc (c <= r) at column r (r + 1) / 2 + c, so
 // the diagonal L_rr at r (r + 3) / 2. Values must be finite; the diagonal obeys the scale_tril
 // rule, or with log_diagonal holds x = log L_rr whose 2 x lies in logvar's accepted range (exp(2 x)
-// in [kMinVariance, kMaxVariance]). As for the other families: every distribution checked without
-// messages first, then the first that fails element by element, finiteness before the diagonal.
+// in [limits::min_variance, limits::max_variance]). As for the other families: every distribution
+// checked without messages first, then the first that fails element by element, finiteness before
+// the diagonal.
 template <class T>
 void validate_packed(const char* op, const std::string& side, const FullGaussians<T>& g,
                      int threads) {
@@ -452,12 +464,12 @@ void validate_packed(const char* op, const std::string& side, const FullGaussian
     if (g.log_diagonal && !(x >= lo && x <= hi)) {
       fail(op, name() +
                    " must have diagonal entries x = log L_rr (log_diagonal) with exp(2 x) in " +
-                   "[1e-300, 1e300], found " + show(x) + " at " + where(c, r, r));
+                   variance_range() + ", found " + show(x) + " at " + where(c, r, r));
     }
     if (!g.log_diagonal && !tril_diagonal_ok(x)) {
-      fail(op, name() + " must have a positive diagonal with squares in [1e-300, 1e300], found " +
-                   show(x) + " at " + where(c, r, r) + "; for log L_rr on the diagonal, set " +
-                   "log_diagonal");
+      fail(op, name() + " must have a positive diagonal with squares in " + variance_range() +
+                   ", found " + show(x) + " at " + where(c, r, r) +
+                   "; for log L_rr on the diagonal, set " + "log_diagonal");
     }
   }
 }

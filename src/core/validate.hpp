@@ -8,10 +8,8 @@
 
 namespace gausskl::detail {
 
-// Variances (as implied by any parameterization) must lie in this range so that their
-// reciprocals, square roots and logs are finite, normal doubles in every formula.
-inline constexpr double kMinVariance = 1e-300;
-inline constexpr double kMaxVariance = 1e300;
+// Variances (as implied by any parameterization) must lie in [limits::min_variance,
+// limits::max_variance] (gausskl/limits.hpp).
 
 // Shapes, strides, finiteness, positivity, triangularity and symmetry of one batch.
 // `side` names it in messages ("p" or "q"). Positive definiteness is checked where the

@@ -10,19 +10,8 @@
 
 namespace gausskl::cpu {
 
-// ---- the plan (src/core/plan.cpp): defaults of the all-pairs operations ----
-
-// The tolerance of all-pairs entries when options.tolerance is 0: entries of the diagonal and
-// full-covariance paths left un-recomputed are within this of the exact value, relative to
-// |KL| + 1; ten times below the accuracy promised for float32 and float64 inputs (1e-6 and
-// 1e-12), so the fast paths never cost a digit of that promise.
-template <class T>
-inline constexpr double kDefaultTolerance = std::is_same_v<T, float> ? 1e-7 : 1e-13;
-
-// The blocks of results of all-pairs operations when options.memory_budget is 0: large enough
-// that a block's overhead (a progress report, a sink call, a parallel region) is noise, small
-// enough not to matter beside the inputs of a call that needs blocks.
-inline constexpr std::int64_t kDefaultBlockBytes = std::int64_t{128} << 20;
+// (The defaults of the all-pairs operations, the tolerance and the block size when options leave
+// them 0, are public: gausskl/limits.hpp.)
 
 // ---- diag_pairs/ (ukr, loops, pack): the diagonal all-pairs kernel ----
 // Command: gausskl_bench_pairwise_kernel --benchmark_filter='<float>/AVX3/N:1024/D:256'

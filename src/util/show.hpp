@@ -2,6 +2,7 @@
 // small utility library they may include besides the public headers).
 #pragma once
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
@@ -15,6 +16,24 @@ std::string show(T value) {
   char buf[64];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
   return ec == std::errc() ? std::string(buf, end) : std::string("?");
+}
+
+// A limit as messages and help texts write it: "1e-3", "1e-13", "1e300" (scientific, shortest,
+// no '+' and no leading zeros in the exponent).
+inline std::string show_limit(double value) {
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value, std::chars_format::scientific);
+  if (ec != std::errc()) return "?";
+  const std::string text(buf, end);
+  const auto e = text.find('e');
+  if (e == std::string::npos) return text;
+  std::string exponent = text.substr(e + 1), sign;
+  if (exponent[0] == '-' || exponent[0] == '+') {
+    if (exponent[0] == '-') sign = "-";
+    exponent.erase(0, 1);
+  }
+  exponent.erase(0, std::min(exponent.find_first_not_of('0'), exponent.size() - 1));
+  return text.substr(0, e) + "e" + sign + exponent;
 }
 
 // "512 B", "1.5 KiB", "12.0 MiB", "3.2 GiB".

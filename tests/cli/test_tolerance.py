@@ -227,6 +227,24 @@ def test_bad_tolerance_is_a_usage_error(gausskl, tmp_path, rng, command, value, 
     assert target.snapshot() == target.before
 
 
+@pytest.mark.parametrize("option,value,message", [
+    ("--threads", "-1", "must be >= 0 (0 = all cores), found -1"),
+    ("--threads", "1.5", "must be an integer, found 1.5"),
+    ("--jitter", "-1", "must be finite and >= 0, found -1"),
+    ("--jitter", "inf", "must be finite and >= 0, found inf"),
+])
+def test_bad_threads_and_jitter_are_the_librarys_rules(gausskl, tmp_path, rng, option, value,
+                                                       message):
+    """--threads and --jitter are checked by the library's check_options before any input is
+    read, with its rule in the message."""
+    out = tmp_path / "kl.npy"
+    result = gausskl("pairwise", "--p", tmp_path / "missing.npz", option, value, "-o", out)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr == (f"gausskl: error: {option}: {message} "
+                             f"(see gausskl pairwise --help)\n")
+    assert not out.exists()
+
+
 def test_bad_tolerance_is_reported_before_any_input_is_read(gausskl, tmp_path):
     out = tmp_path / "kl.npy"
     result = gausskl("pairwise", "--p", tmp_path / "missing.npz", "--tolerance", "2e-3", "-o", out)

@@ -34,9 +34,8 @@ namespace {
 constexpr DiagParam kParams[] = {DiagParam::stddev, DiagParam::var, DiagParam::logvar,
                                  DiagParam::precision};
 
-std::string param_name(DiagParam p) {
-  constexpr const char* names[] = {"std", "var", "logvar", "precision"};
-  return names[static_cast<int>(p)];
+std::string param_text(DiagParam p) {  // (a std::string, to build labels with +)
+  return param_name(p);
 }
 
 template <class T>
@@ -128,7 +127,7 @@ TEST(GradientOracle, DiagonalAgreesWithFiniteDifferencesOfReference) {
         check_oracle(
             {&p.mean, &p.scale}, {}, ref,
             [&] { return loss_of<double>(Gaussians<double>(p.view()), nullptr, grad); },
-            "p " + param_name(pp) + " q N(0, I)");
+            "p " + param_text(pp) + " q N(0, I)");
       }
       for (const DiagParam qp : kParams) {
         DiagBatch<double> q = make_diag<double>(std::get<DiagSpec>(qs), qp);
@@ -140,7 +139,7 @@ TEST(GradientOracle, DiagonalAgreesWithFiniteDifferencesOfReference) {
         };
         check_oracle(
             {&p.mean, &p.scale}, {&q.mean, &q.scale}, ref, loss,
-            "p " + param_name(pp) + " q " + param_name(qp) + (broadcast_p ? " p N = 1" : ""));
+            "p " + param_text(pp) + " q " + param_text(qp) + (broadcast_p ? " p N = 1" : ""));
       }
     }
   }
@@ -264,13 +263,13 @@ void check_diag(Rng& rng, Data data, std::int64_t n_p, std::int64_t n_q, std::in
   for (const DiagParam pp : kParams) {
     const DiagBatch<T> p = make_diag<T>(std::get<DiagSpec>(ps), pp);
     const Gaussians<T> pg(p.view());
-    const std::string label = name(data) + " p " + param_name(pp);
+    const std::string label = name(data) + " p " + param_text(pp);
     check<T>(pg, nullptr, true, false, label + " q N(0, I)");
     for (const DiagParam qp : kParams) {
       const DiagBatch<T> q = make_diag<T>(std::get<DiagSpec>(qs), qp);
       const Gaussians<T> qg(q.view());
       check<T>(pg, &qg, pp == qp, data == Data::identical && pp == qp,
-               label + " q " + param_name(qp));
+               label + " q " + param_text(qp));
     }
   }
 }

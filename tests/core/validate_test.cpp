@@ -11,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "core/names.hpp"
 #include "core/validate.hpp"
 #include "gausskl/ops.hpp"
 #include "hwy/tests/hwy_gtest.h"
@@ -148,7 +147,7 @@ void check_range_edges() {
       } catch (const std::invalid_argument&) {
         accepted = false;
       }
-      EXPECT_EQ(accepted, ok) << detail::param_name(e.param) << " " << v;
+      EXPECT_EQ(accepted, ok) << param_name(e.param) << " " << v;
     }
   }
 }

@@ -33,18 +33,8 @@ using test::Rng;
 const DiagParam kParams[] = {DiagParam::stddev, DiagParam::var, DiagParam::logvar,
                              DiagParam::precision};
 
-std::string param_name(DiagParam param) {
-  switch (param) {
-    case DiagParam::stddev:
-      return "std";
-    case DiagParam::var:
-      return "var";
-    case DiagParam::logvar:
-      return "logvar";
-    case DiagParam::precision:
-      return "precision";
-  }
-  return "?";
+std::string param_text(DiagParam param) {  // (a std::string, to build labels with +)
+  return param_name(param);
 }
 
 // Variance, precision and dv/dx of a scale value x given as `param`, in long double.
@@ -294,7 +284,7 @@ Ratios check_all(const DiagSpec& ps, const DiagSpec& qs, bool self, const std::s
           worst.q_mean = std::max(worst.q_mean, r.q_mean);
           worst.q_scale = std::max(worst.q_scale, r.q_scale);
           EXPECT_LE(r.worst(), 1.0)
-              << label << " p " << param_name(pp) << " q " << param_name(qp) << " grad "
+              << label << " p " << param_text(pp) << " q " << param_text(qp) << " grad "
               << grad_name(kind) << (path == Path::gemm ? " gemm" : " library") << ": ratios "
               << r.p_mean << " " << r.p_scale << " " << r.q_mean << " " << r.q_scale;
         }

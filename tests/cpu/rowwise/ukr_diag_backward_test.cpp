@@ -47,9 +47,8 @@ constexpr double bar() {
   return std::is_same_v<T, double> ? 1e-14 : 1.2e-7;
 }
 
-std::string param_name(DiagParam p) {
-  constexpr const char* names[] = {"std", "var", "logvar", "precision"};
-  return names[static_cast<int>(p)];
+std::string param_text(DiagParam p) {  // (a std::string, to build labels with +)
+  return param_name(p);
 }
 
 // The kernel's gradients of one pair of batches, converted to T: sums for a side with one row
@@ -160,13 +159,13 @@ void check_all(Rng& rng, std::int64_t n, std::int64_t d, const std::string& targ
         test::make_specs(rng, data, test::Family::diag, test::Family::diag, n, n, d);
     for (const DiagParam pp : kParams) {
       const DiagBatch<T> p = test::make_diag<T>(std::get<DiagSpec>(ps), pp);
-      const std::string key = test::name(data) + " D " + std::to_string(d) + " p " + param_name(pp);
+      const std::string key = test::name(data) + " D " + std::to_string(d) + " p " + param_text(pp);
       check<T>(p.view(), nullptr, true, false, key + " q N(0, I)", target);
       for (const DiagParam qp : kParams) {
         const DiagBatch<T> q = test::make_diag<T>(std::get<DiagSpec>(qs), qp);
         const DiagGaussians<T> qv = q.view();
         check<T>(p.view(), &qv, pp == qp, data == Data::identical && pp == qp,
-                 key + " q " + param_name(qp), target);
+                 key + " q " + param_text(qp), target);
       }
     }
   }
@@ -187,8 +186,8 @@ void check_strided_and_broadcast(Rng& rng, const std::string& target) {
   for (const std::int64_t d : {1, 5, 17, 40}) {
     for (const DiagParam pp : kParams) {
       const DiagParam qp = kParams[(static_cast<int>(pp) + d) % 4];
-      const std::string key = "D " + std::to_string(d) + " p " + param_name(pp) + " q " +
-                              param_name(qp) + (std::is_same_v<T, float> ? " f32" : " f64");
+      const std::string key = "D " + std::to_string(d) + " p " + param_text(pp) + " q " +
+                              param_text(qp) + (std::is_same_v<T, float> ? " f32" : " f64");
       const auto [ps, qs] =
           test::make_specs(rng, Data::adversarial, test::Family::diag, test::Family::diag, 5, 5, d);
       const DiagBatch<T> p = test::make_diag<T>(std::get<DiagSpec>(ps), pp);
@@ -295,7 +294,7 @@ TEST_P(RowwiseDiagBackward, WorkedByHand) {
     const DiagBatch<double> q{1, 1, param, {1.0}, {as(4.0)}};
     const DiagGaussians<double> qv = q.view();
     const Got<double> got = run(p.view(), &qv, 1, {2.0});  // grad = 2
-    const std::string name = param_name(param);
+    const std::string name = param_text(param);
     EXPECT_NEAR(got.p_mean[0], 2 * 3.0 / 16, 1e-15) << name;
     EXPECT_NEAR(got.q_mean[0], -2 * 3.0 / 16, 1e-15) << name;
     EXPECT_NEAR(got.p_scale[0], 2 * chain(ds, 2.0), 1e-14 * std::abs(chain(ds, 2.0))) << name;
@@ -328,8 +327,8 @@ TEST_P(RowwiseDiagBackward, ExtremeVariances) {
           test::reference_backward(pg, &qg, std::span<const double>(grad));
       const std::vector<long double> kl = test::reference_kl(pg, qg);
       const Got<double> got = run(p.view(), &qv, n * n, grad);
-      const std::string label = std::string(hwy::TargetName(GetParam())) + " p " + param_name(pp) +
-                                " q " + param_name(qp);
+      const std::string label = std::string(hwy::TargetName(GetParam())) + " p " + param_text(pp) +
+                                " q " + param_text(qp);
       const std::pair<const std::vector<double>*, const test::RefArray*> arrays[] = {
           {&got.p_mean, &ref.p.mean},
           {&got.p_scale, &ref.p.scale},

@@ -14,7 +14,6 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/names.hpp"
 #include "cpu/rowwise/ukr_diag.hpp"
 #include "hwy/tests/hwy_gtest.h"
 #include "support/batches.hpp"
@@ -101,14 +100,14 @@ void check_all(Rng& rng, std::int64_t n, std::int64_t d, const std::string& targ
     for (const DiagParam pp : kParams) {
       const DiagBatch<T> p = test::make_diag<T>(std::get<DiagSpec>(ps), pp);
       const std::string base = test::name(data) + " N " + std::to_string(n) + " D " +
-                               std::to_string(d) + " p " + detail::param_name(pp);
+                               std::to_string(d) + " p " + param_name(pp);
       check<T>(p.view(), nullptr, false, base + " q N(0, I)", target);
       for (const DiagParam qp : kParams) {
         if (!all_pairs && qp != pp) continue;
         const DiagBatch<T> q = test::make_diag<T>(std::get<DiagSpec>(qs), qp);
         const DiagGaussians<T> qv = q.view();
-        check<T>(p.view(), &qv, data == Data::identical && pp == qp,
-                 base + " q " + detail::param_name(qp), target);
+        check<T>(p.view(), &qv, data == Data::identical && pp == qp, base + " q " + param_name(qp),
+                 target);
       }
     }
   }
@@ -121,8 +120,8 @@ void check_strided_and_broadcast(Rng& rng) {
         test::make_specs(rng, Data::adversarial, test::Family::diag, test::Family::diag, 5, 5, d);
     for (const DiagParam pp : kParams)
       for (const DiagParam qp : kParams) {
-        const std::string label = "D " + std::to_string(d) + " p " + detail::param_name(pp) +
-                                  " q " + detail::param_name(qp);
+        const std::string label =
+            "D " + std::to_string(d) + " p " + param_name(pp) + " q " + param_name(qp);
         const DiagBatch<T> p = test::make_diag<T>(std::get<DiagSpec>(ps), pp);
         const DiagBatch<T> q = test::make_diag<T>(std::get<DiagSpec>(qs), qp);
         std::vector<T> s[4];
@@ -193,17 +192,16 @@ void check_grouping(Rng& rng, const std::string& target) {
         const DiagGaussians<T> qv = q.view();
         for (const DiagGaussians<T>* qq : {static_cast<const DiagGaussians<T>*>(nullptr), &qv}) {
           if (!qq && qp != pp) continue;
-          const std::string label = target + " D " + std::to_string(d) + " p " +
-                                    detail::param_name(pp) + " q " +
-                                    (qq ? detail::param_name(qp) : "N(0, I)");
+          const std::string label = target + " D " + std::to_string(d) + " p " + param_name(pp) +
+                                    " q " + (qq ? param_name(qp) : "N(0, I)");
           std::vector<double> all(static_cast<std::size_t>(n)), alone(all.size());
           rowwise_diag<T>(p.view(), qq, 0, n, all.data());
           for (std::int64_t i = 0; i < n; ++i)
             rowwise_diag<T>(p.view(), qq, i, i + 1, alone.data() + i);
           EXPECT_EQ(all, alone) << label;
           check<T>(p.view(), qq, false,
-                   "grouping D " + std::to_string(d) + " " + detail::param_name(pp) + " " +
-                       (qq ? detail::param_name(qp) : "N(0, I)"),
+                   "grouping D " + std::to_string(d) + " " + param_name(pp) + " " +
+                       (qq ? param_name(qp) : "N(0, I)"),
                    target);
         }
       }
@@ -252,7 +250,7 @@ TEST_P(RowwiseDiag, ExtremeScales) {
       const std::vector<double> sp = emit(vp), sq = emit(std::vector<double>(d, vq));
       const DiagBatch<double> p{1, d, param, mean_p, sp}, q{1, d, param, mean_q, sq};
       const DiagGaussians<double> qv = q.view();
-      const std::string label = "var_q " + std::to_string(vq) + " " + detail::param_name(param);
+      const std::string label = "var_q " + std::to_string(vq) + " " + param_name(param);
       const std::vector<long double> ref =
           test::reference_kl(Gaussians<double>(p.view()), Gaussians<double>(qv));
       if (!std::isfinite(static_cast<double>(ref[0]))) {
