@@ -42,62 +42,22 @@ using DD = hn::ScalableTag<double>;
 using VD = hn::Vec<DD>;
 using rowwise_diag_detail::LoadWide;
 
-// A log-variance difference reaches ~1382. Past this e^x nears overflow (and 2^q's exponent
-// arithmetic below has room only to ~1418), so such a vector takes libm's expm1 (inf from 709.78
-// on, as the exact value).
-constexpr double kExpm1Max = 700;
-// Below this e^x - 1 is -1 in double; x is clamped there before the range reduction, so that
-// 2^q stays within the two-factor scaling below.
-constexpr double kExpm1Min = -800;
-// ln 2 split so that q * kLn2Hi is exact for |q| < 2^20 (fdlibm's constants), and 1 / ln 2.
-constexpr double kLn2Hi = 6.93147180369123816490e-01;
-constexpr double kLn2Lo = 1.90821492927058770002e-10;
-constexpr double kInvLn2 = 1.44269504088896338700e+00;
-
-// 2^e for integer lanes -1022 <= e <= 1023.
-HWY_INLINE VD Pow2(DD d, hn::Vec<hn::Rebind<std::int32_t, DD>> e) {
-  const hn::Rebind<std::int32_t, DD> di32;
-  const hn::Rebind<std::int64_t, DD> di64;
-  return hn::BitCast(d, hn::ShiftLeft<52>(hn::PromoteTo(di64, hn::Add(e, hn::Set(di32, 1023)))));
-}
-
-// e^x - 1 per lane, branch-free: with q = round(x / ln 2) and t = x - q ln 2 (|t| <= ln(2) / 2;
-// t = x when q = 0), e^t - 1 = t + t^2 P(t), P the Taylor polynomial of the forward kernel's
-// Expm1MinusX (rowwise/ukr_diag-inl.h: to 1/13!, 2^-57 relative), evaluated by Estrin's scheme:
-// four levels of FMAs where Horner's twelve made the VAE case wait on FMA latency (1.34 ->
-// 1.0 ns per element, AVX3, 4096 x 256 float). Then e^x - 1 = 2^q (e^t - 1) + (2^q - 1): exact
-// in the rounding of its terms for q = 0 (relative accuracy near 0, exactly 0 at 0), and
-// cancelling only for x < -0.35, where |e^x - 1| > 0.29.
+// e^x - 1 per lane from the forward kernel's table exponential (rowwise/ukr_diag-inl.h), e^x =
+// s e^y: s (e^y - 1) + (s - 1), exact at 0 (s = 1, y = x) and relative to itself near it; libm
+// past x = 700 (inf from 709.78, as the exact value). A third cheaper than a degree-13 Taylor
+// polynomial (VAE backward, 4096 x 256: 1.45 -> 1.06 ms on one thread).
 HWY_INLINE VD Expm1(DD d, VD x) {
-  if (HWY_UNLIKELY(!hn::AllFalse(d, hn::Gt(x, hn::Set(d, kExpm1Max))))) {
+  namespace fwd = rowwise_diag_detail;
+  if (HWY_UNLIKELY(!hn::AllFalse(d, hn::Gt(x, hn::Set(d, fwd::kExpm1Max))))) {
     HWY_ALIGN double lanes[hn::MaxLanes(DD())];
     hn::Store(x, d, lanes);
     for (std::size_t k = 0; k < hn::Lanes(d); ++k)
       lanes[k] = std::expm1(lanes[k]);
     return hn::Load(d, lanes);
   }
-  const VD xc = hn::Max(x, hn::Set(d, kExpm1Min));
-  const VD qf = hn::Round(hn::Mul(xc, hn::Set(d, kInvLn2)));
-  VD t = hn::NegMulAdd(qf, hn::Set(d, kLn2Hi), xc);
-  t = hn::NegMulAdd(qf, hn::Set(d, kLn2Lo), t);
-  // P(t) = sum_k c_k t^k, c_k = 1 / (k + 2)!, k = 0 .. 11.
-  const auto c = [d](double factorial) { return hn::Set(d, 1.0 / factorial); };
-  const VD t2 = hn::Mul(t, t), t4 = hn::Mul(t2, t2), t8 = hn::Mul(t4, t4);
-  const VD p01 = hn::MulAdd(c(6.0), t, c(2.0));
-  const VD p23 = hn::MulAdd(c(120.0), t, c(24.0));
-  const VD p45 = hn::MulAdd(c(5040.0), t, c(720.0));
-  const VD p67 = hn::MulAdd(c(362880.0), t, c(40320.0));
-  const VD p89 = hn::MulAdd(c(39916800.0), t, c(3628800.0));
-  const VD pab = hn::MulAdd(c(6227020800.0), t, c(479001600.0));
-  const VD p03 = hn::MulAdd(p23, t2, p01), p47 = hn::MulAdd(p67, t2, p45);
-  const VD p8b = hn::MulAdd(pab, t2, p89);
-  const VD poly = hn::MulAdd(p8b, t8, hn::MulAdd(p47, t4, p03));
-  const VD em1 = hn::MulAdd(poly, t2, t);  // e^t - 1
-  // 2^q as two factors: q >= -1155 after the clamp, below the smallest single exponent.
-  const auto q = hn::DemoteTo(hn::Rebind<std::int32_t, DD>(), qf);
-  const auto q_half = hn::ShiftRight<1>(q);
-  const VD scale = hn::Mul(Pow2(d, q_half), Pow2(d, hn::Sub(q, q_half)));
-  return hn::MulAdd(scale, em1, hn::Sub(scale, hn::Set(d, 1.0)));
+  const fwd::Split e = fwd::ExpSplit(d, hn::Max(x, hn::Set(d, fwd::kExpMin)));
+  const VD em1 = hn::MulAdd(hn::Mul(e.x, e.x), fwd::ExpPoly(d, e.x), e.x);
+  return hn::MulAdd(e.s, em1, hn::Sub(e.s, hn::Set(d, 1.0)));
 }
 
 // How E = v / w - 1 is formed (rowwise/ukr_diag_backward.hpp).
