@@ -78,6 +78,29 @@ def compiling() -> bool:
     return torch is not None and torch.compiler.is_compiling()
 
 
+def traced(op: str) -> bool:
+    """Whether torch.compile is tracing the caller or torch.func.vmap is the active transform: the
+    operations are then torch custom operators (gausskl._compile), whose fake implementations
+    and vmap rules these need. vmap with grad, jvp, ... inside or around it is not supported
+    (NotImplementedError)."""
+    torch = torch_module()
+    if torch is None:
+        return False
+    if torch.compiler.is_compiling():
+        return True
+    active = getattr(torch._C, "_are_functorch_transforms_active", None)
+    if active is None or not active():
+        return False
+    functorch = torch._C._functorch
+    keys = [i.key() for i in functorch.get_interpreter_stack()]
+    vmaps = keys.count(functorch.TransformType.Vmap)
+    if vmaps and vmaps < len(keys):
+        raise NotImplementedError(
+            f"[{op}] torch.func.vmap combined with torch.func.grad, jvp, jacrev, ... is not "
+            "supported; vmap alone is, and so is torch.autograd through vmap (loss.backward())")
+    return vmaps > 0
+
+
 def transformed() -> bool:
     """Whether a torch.func transform (grad, vmap, ...) is active: its wrapped tensors have no
     memory the library could read, so the call runs in torch operations, which the transforms

@@ -8,6 +8,10 @@ calling them compiles with ``fullgraph=True``. Each operator runs the same code 
 the library directly instead: dispatching through a registered operator costs more than a small
 call's whole work (bench/README.md).
 
+Under ``torch.func.vmap`` the operations call these operators too: each has a vmap rule that
+runs the operator once per vmapped index (the library's calls are batched already; vmap adds an
+axis it cannot be told about in one call without changing what the batch axes pair with).
+
 Differences from eager calls: the arrays must be torch tensors, and a JitterWarning is not
 raised (the jitter applies as in eager mode).
 """
@@ -79,6 +83,36 @@ def _eager(op: str, p, q, **options):
             if op == "kl_standard_normal":
                 return fn(p, **options)
             return fn(p, q, **options)
+
+
+# -- vmap: one call of the operator per index of the vmapped axis -------------------------------
+
+def _at(arg, dim, v):
+    """Index v of the vmapped axis `dim` of an operator argument (a tensor or a list of them)."""
+    if dim is None:
+        return arg
+    if isinstance(arg, (list, tuple)):
+        return [a if d is None else a.select(d, v) for a, d in zip(arg, dim)]
+    return arg.select(dim, v)
+
+
+def _stacked(outs):
+    """The per-index results stacked along a new axis 0, and their out_dims."""
+    first = outs[0]
+    if isinstance(first, torch.Tensor):
+        return torch.stack(outs), 0
+    stacked = [torch.stack(x) for x in zip(*outs)]
+    if isinstance(first, tuple):
+        return tuple(stacked), tuple(0 for _ in stacked)
+    return stacked, [0] * len(stacked)
+
+
+def _vmap_by_index(op):
+    def rule(info, in_dims, *args):
+        return _stacked([op(*[_at(a, d, v) for a, d in zip(args, in_dims)])
+                         for v in range(info.batch_size)])
+
+    torch.library.register_vmap(op, rule)
 
 
 # -- kl and kl_standard_normal -------------------------------------------------------------------
@@ -158,6 +192,8 @@ def _kl_backward(ctx, grad):
 
 
 _kl_op.register_autograd(_kl_backward, setup_context=_kl_setup)
+_vmap_by_index(_kl_op)
+_vmap_by_index(_kl_backward_op)
 
 
 def kl(p, q, jitter, memory_budget, threads):
@@ -249,6 +285,8 @@ def _pairwise_backward(ctx, grad):
 
 
 _pairwise_op.register_autograd(_pairwise_backward, setup_context=_pairwise_setup)
+_vmap_by_index(_pairwise_op)
+_vmap_by_index(_pairwise_backward_op)
 
 
 def pairwise_kl(p, q, jitter, tolerance, memory_budget, threads):
@@ -321,6 +359,7 @@ def _knn_backward(ctx, grad_indices, grad_values):
 
 
 _knn_op.register_autograd(_knn_backward, setup_context=_knn_setup)
+_vmap_by_index(_knn_op)
 
 
 def knn_kl(request):

@@ -325,7 +325,7 @@ def kl(p, q, *, jitter: float = 0.0, memory_budget: int | None = 0, threads: int
         jitter, memory_budget, threads = _options.common("kl", jitter, memory_budget, threads)
     else:
         memory_budget = 0
-    if (p._torch or q._torch) and _arrays.compiling():
+    if (p._torch or q._torch) and _arrays.traced("kl"):
         return _compiled("kl")(p, q, jitter, memory_budget, threads)
     try:
         out = _ext.kl(p._spec, q._spec, threads, jitter, memory_budget, torch_path)
@@ -393,7 +393,7 @@ def kl_standard_normal(p, *, jitter: float = 0.0, memory_budget: int | None = 0,
                                                          memory_budget, threads)
     else:
         memory_budget = 0
-    if p._torch and _arrays.compiling():
+    if p._torch and _arrays.traced("kl_standard_normal"):
         return _compiled("kl_standard_normal")(p, jitter, memory_budget, threads)
     try:
         out = _ext.kl_standard_normal(p._spec, threads, jitter, memory_budget, torch_path)
@@ -470,7 +470,7 @@ def pairwise_kl(p, q=None, *, jitter: float = 0.0, tolerance: float | None = 0.0
         memory_budget = 0
     if tolerance.__class__ is not float or tolerance:
         tolerance = _options.tolerance(op, tolerance)
-    if (p._torch or (q is not None and q._torch)) and _arrays.compiling():
+    if (p._torch or (q is not None and q._torch)) and _arrays.traced("pairwise_kl"):
         return _compiled("pairwise_kl")(p, q, jitter, tolerance, memory_budget, threads)
     try:
         out = _ext.pairwise_kl(p._spec, None if q is None else q._spec, threads, jitter,
@@ -564,6 +564,6 @@ def knn_kl(p, q=None, *, k: int, exclude_self: bool = False, jitter: float = 0.0
     request = _Request(op, p, q, threads=threads, jitter=jitter, budget=memory_budget,
                        torch_path=torch_path, tolerance=tolerance, k=k,
                        exclude_self=exclude_self, self_pairs=q is None)
-    if (p._torch or (q is not None and q._torch)) and _arrays.compiling():
+    if (p._torch or (q is not None and q._torch)) and _arrays.traced("knn_kl"):
         return _compiled("knn_kl")(request)
     return request.run()
