@@ -75,7 +75,7 @@ raises ValueError naming the operation, array, index and rule, e.g.
 ``[kl] p.scale (std) must be positive and finite, found -0.5 at row 17, column 3``.
 Tensors with ``requires_grad`` get gradients (the library's own for diagonal batches and
 triangular factors); under ``torch.compile`` the operations are torch custom operators, so
-losses compile with ``fullgraph=True``. CUDA and MPS tensors are computed with the same
+losses compile with ``fullgraph=True``, and ``torch.func.vmap`` runs them once per index. CUDA and MPS tensors are computed with the same
 algorithms in torch operations.
 
 Batches of Dask arrays (row chunks of millions of distributions) are computed chunk by chunk on
