@@ -125,11 +125,11 @@ void run_kl(const Args& args) {
              std::vector<U> result(static_cast<std::size_t>(n));
              const BudgetUse budget = budget_use(args, allowance, inputs);
              if (q) {
-               call_library("kl", "kl", budget,
+               call_library("kl", budget,
                             [&] { kl(p, *q, std::span<U>(result), options(args, allowance)); });
              } else {
                // The user ran kl: its errors say [kl], not the function it calls.
-               call_library("kl_standard_normal", "kl", budget, [&] {
+               call_library("kl", budget, [&] {
                  kl_standard_normal(p, std::span<U>(result), options(args, allowance));
                });
              }
@@ -152,7 +152,7 @@ void run_pairwise(const Args& args) {
           if (!writer) writer.emplace(out, n, m);
           writer->append(rows, block.data());
         });
-        call_library("pairwise_kl", "pairwise_kl", budget_use(args, allowance, allowance.taken()),
+        call_library("pairwise_kl", budget_use(args, allowance, allowance.taken()),
                      [&] { pairwise_kl_rows(p, q, sink, options(args, allowance, &progress)); });
         if (!writer) writer.emplace(out, n, m);  // N = 0: the header alone
       });
@@ -174,7 +174,7 @@ void run_knn(const Args& args) {
              std::vector<std::int64_t> indices(static_cast<std::size_t>(n * k));
              std::vector<U> values(indices.size());
              Progress progress("knn", show_progress(args));
-             call_library("knn_kl", "knn_kl", budget_use(args, allowance, inputs), [&] {
+             call_library("knn_kl", budget_use(args, allowance, inputs), [&] {
                const Options o = options(args, allowance, &progress);
                if (q) {
                  knn_kl(p, *q, args.k, indices, std::span<U>(values), o);

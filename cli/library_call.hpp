@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <stdexcept>
 #include <string>
 
@@ -15,23 +16,24 @@ struct BudgetUse {
   std::int64_t left = 0;     // passed on as Options::memory_budget
 };
 
-// The library's message as the command should say it: the tag `library_tag` becomes
-// `command_tag` (kl without --q calls kl_standard_normal, but the user ran kl), and "the memory
-// budget (LEFT) is too small: ..." says what the user asked for, what the inputs took and what
-// was left, since LEFT alone is a number the user never gave.
-std::string reword(const std::string& message, const std::string& library_tag,
-                   const std::string& command_tag, const BudgetUse& budget);
+// The library's error as the command should say it, decided by its data (gausskl/errors.hpp):
+// the tag, the error's op, becomes `command_tag` (kl without --q calls kl_standard_normal, but
+// the user ran kl); "the memory budget (LEFT) is too small: ..." says what the user asked for,
+// what the inputs took and what was left, since LEFT alone is a number the user never gave; a
+// matrix that is not positive definite gets the --jitter hint; a hint to set an option names
+// its flag. Errors that are not the library's keep their text.
+std::string reword(const std::exception& e, const std::string& command_tag,
+                   const BudgetUse& budget);
 
 // Runs `call`, rethrowing its std::invalid_argument / std::runtime_error reworded.
 template <class Call>
-void call_library(const char* library_tag, const char* command_tag, const BudgetUse& budget,
-                  Call&& call) {
+void call_library(const char* command_tag, const BudgetUse& budget, Call&& call) {
   try {
     call();
   } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(reword(e.what(), library_tag, command_tag, budget));
+    throw std::invalid_argument(reword(e, command_tag, budget));
   } catch (const std::runtime_error& e) {
-    throw std::runtime_error(reword(e.what(), library_tag, command_tag, budget));
+    throw std::runtime_error(reword(e, command_tag, budget));
   }
 }
 

@@ -1,6 +1,7 @@
 // gausskl: KL divergences between Gaussian distributions.
 #pragma once
 
+#include "gausskl/errors.hpp"
 #include "gausskl/gradients.hpp"
 #include "gausskl/ops.hpp"
 #include "gausskl/types.hpp"

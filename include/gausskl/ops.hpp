@@ -1,7 +1,8 @@
 // The operations. All results are in nats (natural log).
 //
-// Errors: bad input throws std::invalid_argument, a lack of resources std::runtime_error;
-// messages read "[op] what, where", e.g.
+// Errors: bad input throws std::invalid_argument, a lack of resources std::runtime_error, each also
+// a gausskl::Error (gausskl/errors.hpp) with its kind, op and hint as data; messages read
+// "[op] what, where", e.g.
 //   "[kl] p.scale (std) must be positive and finite, found -0.5 at row 17, column 3".
 // Inputs are validated once, in full, before any output is written.
 // Results are computed in double precision whatever the input type.
@@ -13,24 +14,11 @@
 #include <stdexcept>
 #include <string>
 
+#include "gausskl/errors.hpp"
 #include "gausskl/export.hpp"
 #include "gausskl/types.hpp"
 
 namespace gausskl {
-
-// A bad field of Options: what() reads "[op] options.NAME RULE, found VALUE"; option() is NAME
-// ("tolerance"), rule() is RULE ("must be 0 (the default) or at most 1e-3").
-class GAUSSKL_API OptionError : public std::invalid_argument {
- public:
-  OptionError(const std::string& op, std::string option, std::string rule,
-              const std::string& found);
-  ~OptionError() override;
-  const std::string& option() const noexcept { return option_; }
-  const std::string& rule() const noexcept { return rule_; }
-
- private:
-  std::string option_, rule_;
-};
 
 // The rules for Options (threads, jitter, tolerance and memory_budget within the ranges of
 // gausskl/limits.hpp), which every operation checks first; throws OptionError, tagged `op`.

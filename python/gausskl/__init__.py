@@ -102,9 +102,17 @@ from about 1e-5, float32 diagonal inputs may use a faster float kernel), and eve
 takes ``memory_budget=BYTES``, the most the library may allocate (RuntimeError if too small),
 ``threads=`` (0: all cores; small calls run on the calling thread) and ``torch_path=`` (True:
 torch tensors on the CPU computed with torch operations too).
+
+Errors are ``GaussKLError``s with the library's message and its data as attributes (``op``,
+``kind``, ``side``, ``index``, ``hint``): bad input an ``InputError`` (a ``ValueError``; a
+matrix that is not positive definite a ``NotPositiveDefiniteError``, an option out of range an
+``OptionError``), a lack of resources a ``ResourceError`` (a ``RuntimeError``; a memory budget
+too small a ``MemoryBudgetError``).
 """
 
 from gausskl._distributions import DiagGaussian, FullGaussian, Gaussian, LowRankGaussian
+from gausskl._errors import (GaussKLError, InputError, MemoryBudgetError,
+                             NotPositiveDefiniteError, OptionError, ResourceError)
 from gausskl._ext import version as _library_version
 from gausskl._from_torch import from_torch
 from gausskl._jitter import JitterWarning
@@ -124,9 +132,15 @@ def __getattr__(name):
 __all__ = [
     "DiagGaussian",
     "FullGaussian",
+    "GaussKLError",
     "Gaussian",
+    "InputError",
     "JitterWarning",
     "LowRankGaussian",
+    "MemoryBudgetError",
+    "NotPositiveDefiniteError",
+    "OptionError",
+    "ResourceError",
     "from_torch",
     "kl",
     "kl_standard_normal",

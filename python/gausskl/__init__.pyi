@@ -78,6 +78,41 @@ class LowRankGaussian(Gaussian):
 
 class JitterWarning(UserWarning): ...
 
+class GaussKLError(Exception):
+    op: Optional[str]
+    kind: Optional[str]
+    side: Optional[str]
+    index: Optional[int]
+    hint: Optional[str]
+    hint_option: Optional[str]
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        op: Optional[str] = None,
+        kind: Optional[str] = None,
+        side: Optional[str] = None,
+        index: Optional[int] = None,
+        hint: Optional[str] = None,
+        hint_option: Optional[str] = None,
+    ) -> None: ...
+    def reworded(self, message: str) -> GaussKLError: ...
+
+class InputError(GaussKLError, ValueError): ...
+
+class OptionError(InputError):
+    option: Optional[str]
+    rule: Optional[str]
+
+class NotPositiveDefiniteError(InputError):
+    pivot: Optional[int]
+
+class ResourceError(GaussKLError, RuntimeError): ...
+
+class MemoryBudgetError(ResourceError):
+    budget: Optional[int]
+    needs: Optional[str]
+
 def from_torch(dist: Any) -> Gaussian: ...
 def kl(
     p: GaussianLike,

@@ -27,11 +27,9 @@ DIAG_PARAMS = _ext.DIAG_PARAMS
 FULL_PARAMS = _ext.FULL_PARAMS
 
 # The code of each family and parameterization in a batch's spec, the tuple the extension reads:
-# (code, mean, scale) or (code, mean, cov_factor, cov_diag). python/src/sides.hpp has the same
-# table.
-CODES = {"std": 0, "var": 1, "logvar": 2, "precision": 3, "scale_tril": 4, "covariance": 5,
-         "precision_matrix": 6, "packed_scale_tril": 7, "packed_log_diagonal": 8,
-         "cov_factor": 9}
+# (code, mean, scale) or (code, mean, cov_factor, cov_diag); the extension's table
+# (python/src/sides.hpp).
+CODES = dict(_ext.CODES)
 
 
 def _one_of(cls: str, named: dict):

@@ -7,6 +7,16 @@ gausskl C++ library bindings; use the gausskl package, not this module.
 def version() -> str:
     """The linked C++ library's version."""
 
+REGULARIZE_HINT: str = ...
+
+LOG_DIAGONAL_HINT: str = 'for log L_rr on the diagonal, set log_diagonal'
+
+def not_positive_definite_error(op: str, side: str, param: str, index: int, pivot: int, value: str) -> object:
+    """The library's NotPositiveDefiniteError (gausskl._errors), to raise."""
+
+def memory_budget_error(op: str, budget: int, needs: str) -> object:
+    """The library's MemoryBudgetError (gausskl._errors), to raise."""
+
 MAX_TOLERANCE: float = 0.001
 
 DEFAULT_TOLERANCE_FLOAT32: float = 1e-07
@@ -24,6 +34,8 @@ VARIANCE_RANGE: str = '[1e-300, 1e300]'
 DIAG_PARAMS: tuple = ('std', 'var', 'logvar', 'precision')
 
 FULL_PARAMS: tuple = ...
+
+CODES: dict = ...
 
 def check_options(op: str, threads: int, jitter: float, tolerance: float, memory_budget: int) -> None:
     """

@@ -8,9 +8,16 @@ from __future__ import annotations
 import numbers
 import warnings
 
-# Appended to the error of a matrix that is not positive definite, whose message ends with what
-# to do ("add eps to the diagonal only: C + eps * I"); the CLI appends "--jitter EPS" likewise.
-HINT = "; jitter=EPS does that for each such matrix"
+
+
+def jitter_hint(setting: str) -> str:
+    """Appended to the error of a matrix that is not positive definite, whose message ends with
+    what to do ("add eps to the diagonal only: C + eps * I"): how to have that done, in an
+    interface's words for the setting ("jitter=EPS"; the CLI's "--jitter EPS")."""
+    return f"; {setting} does that for each such matrix"
+
+
+HINT = jitter_hint("jitter=EPS")
 
 
 class JitterWarning(UserWarning):
@@ -44,6 +51,6 @@ class Jitter:
 
 def with_hint(e: ValueError) -> ValueError:
     """The error, with HINT if it is about a matrix that is not positive definite."""
-    if "is not positive definite" not in str(e):
+    if getattr(e, "kind", None) != "not_positive_definite":
         return e
-    return ValueError(f"{e}{HINT}")
+    return e.reworded(f"{e}{HINT}")

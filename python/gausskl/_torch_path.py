@@ -27,7 +27,8 @@ import numpy as np
 import torch
 
 from gausskl import _ext
-from gausskl._jitter import HINT
+from gausskl._errors import InputError
+from gausskl._jitter import with_hint
 
 # Rows of p per pairwise block in knn_kl: the block is [rows, M], kept under this many bytes.
 KNN_BLOCK_BYTES = 64 << 20
@@ -42,15 +43,17 @@ MIN_VARIANCE = _ext.MIN_VARIANCE
 MAX_VARIANCE = _ext.MAX_VARIANCE
 VARIANCE_RANGE = _ext.VARIANCE_RANGE
 
-PD_HINT = " (to regularize, add eps to the diagonal only: C + eps * I)"
 
 
 def compute_dtype(device: torch.device) -> torch.dtype:
     return torch.float32 if device.type == "mps" else torch.float64
 
 
-def fail(op: str, what: str):
-    raise ValueError(f"[{op}] {what}")
+def fail(op: str, what: str, **data):
+    """The library's InputError: "[op] what", then "; hint" if data gives one."""
+    hint = data.get("hint")
+    raise InputError(f"[{op}] {what}" + (f"; {hint}" if hint else ""), op=op,
+                     kind="invalid_input", **data)
 
 
 def show(x) -> str:
@@ -206,8 +209,8 @@ def _validate_packed(op: str, side: str, g, s: torch.Tensor, d: int) -> None:
         fail(op, f"{name} must have diagonal entries x = log L_rr (log_diagonal) with exp(2 x) "
                  f"in {VARIANCE_RANGE}, found {_scalar(s, [i, c])} at {where(i, c)}")
     fail(op, f"{name} must have a positive diagonal with squares in {VARIANCE_RANGE}, found "
-             f"{_scalar(s, [i, c])} at {where(i, c)}; for log L_rr on the diagonal, set "
-             "log_diagonal")
+             f"{_scalar(s, [i, c])} at {where(i, c)}", side=side, index=i,
+         hint=_ext.LOG_DIAGONAL_HINT, hint_option="log_diagonal")
 
 
 def _cholesky(op: str, side: str, g, m: torch.Tensor, jitter) -> torch.Tensor:
@@ -222,8 +225,8 @@ def _cholesky(op: str, side: str, g, m: torch.Tensor, jitter) -> torch.Tensor:
         jitter.add(side, int(failed.sum()))
     bad = _first(info != 0)
     if bad:
-        fail(op, f"{side}.scale ({g.param}) is not positive definite at distribution {bad[0]}: "
-                 f"pivot {int(info[tuple(bad)]) - 1} is not positive{PD_HINT}{HINT}")
+        raise with_hint(_ext.not_positive_definite_error(
+            op, side, g.param, bad[0], int(info[tuple(bad)]) - 1, "not positive"))
     return L
 
 
@@ -601,10 +604,9 @@ class _Pairs:
         self.pair_bytes = _pair_bytes(P, Q)
         need = fixed + self.row_bytes + self.pair_bytes
         if budget and budget < need:
-            raise RuntimeError(
-                f"[{op}] the memory budget ({_show_bytes(budget)}) is too small: the torch "
-                f"path's operands take {_show_bytes(fixed)}, and each row of results "
-                f"{_show_bytes(self.row_bytes)} more")
+            raise _ext.memory_budget_error(
+                op, budget, f"the torch path's operands take {_show_bytes(fixed)}, and each row "
+                f"of results {_show_bytes(self.row_bytes)} more")
         left = (budget if budget else DEFAULT_BLOCK_BYTES) - fixed
         self.rows = max(1, min(self.n, left // self.row_bytes))
         self.pairs_per_chunk = max(1, min(left, DIRECT_CHUNK_BYTES) // self.pair_bytes)

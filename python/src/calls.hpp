@@ -6,10 +6,13 @@
 
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <stdexcept>
 #include <string>
 #include <utility>
 
+#include "errors.hpp"
+#include "gausskl/errors.hpp"
 #include "gausskl/types.hpp"
 #include "layout.hpp"
 #include "sides.hpp"
@@ -58,15 +61,18 @@ void each_slice(const Layout& layout, F&& f) {
       f(s);
       continue;
     }
+    const auto where = [&] {
+      return " (in the batch slice " + layout.slice_text(s) + " of shape " + layout.shape().text() +
+             ")";
+    };
     try {
       f(s);
+    } catch (const Error&) {
+      throw SliceError(std::current_exception(), where());  // keeps the error's data
     } catch (const std::invalid_argument& e) {
-      throw std::invalid_argument(std::string(e.what()) + " (in the batch slice " +
-                                  layout.slice_text(s) + " of shape " + layout.shape().text() +
-                                  ")");
+      throw std::invalid_argument(std::string(e.what()) + where());
     } catch (const std::runtime_error& e) {
-      throw std::runtime_error(std::string(e.what()) + " (in the batch slice " +
-                               layout.slice_text(s) + " of shape " + layout.shape().text() + ")");
+      throw std::runtime_error(std::string(e.what()) + where());
     }
   }
 }

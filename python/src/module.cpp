@@ -6,6 +6,7 @@
 namespace gausskl::python {
 void bind_ops(nanobind::module_& m);
 void bind_gradients(nanobind::module_& m);
+void bind_errors(nanobind::module_& m);
 }  // namespace gausskl::python
 
 NB_MODULE(_ext, m) {
@@ -13,6 +14,7 @@ NB_MODULE(_ext, m) {
   m.doc() = "gausskl C++ library bindings; use the gausskl package, not this module.";
   m.def(
       "version", [] { return gausskl::version(); }, "The linked C++ library's version.");
+  gausskl::python::bind_errors(m);
   gausskl::python::bind_ops(m);
   gausskl::python::bind_gradients(m);
 }

@@ -267,6 +267,11 @@ void bind_ops(nb::module_& m) {
     full_names.append(name);
   m.attr("DIAG_PARAMS") = nb::tuple(diag_names);
   m.attr("FULL_PARAMS") = nb::tuple(full_names);
+  // The codes of a spec's family and parameterization (sides.hpp), by name.
+  nb::dict codes;
+  for (int code = 0; code < kCodes; ++code)
+    codes[code_name(code)] = code;
+  m.attr("CODES") = codes;
   m.def("check_options", &check_options_op, arg("op"), arg("threads"), arg("jitter"),
         arg("tolerance"), arg("memory_budget"),
         "The library's rules for the options (gausskl::check_options): ValueError, its message.");

@@ -1,7 +1,8 @@
 // One side of a call (p or q) as the bindings receive it from the package: a spec tuple
 // (code, mean, scale) or (code, mean, cov_factor, cov_diag), code saying the family and
-// parameterization (gausskl._distributions keeps the same table), the arrays as the caller gave
-// them. Read in place, then viewed as the library's Gaussians, one slice of the batch at a time.
+// parameterization (code_name; gausskl._distributions reads the table as _ext.CODES), the arrays as
+// the caller gave them. Read in place, then viewed as the library's Gaussians, one slice of the
+// batch at a time.
 #pragma once
 
 #include <nanobind/nanobind.h>
@@ -28,6 +29,16 @@ enum Code : int {
   kLowRank = 9,
   kCodes = 10
 };
+
+// Each code's name in the package: the parameter's name (gausskl/types.hpp, in the order of the
+// enums), packed_log_diagonal for packed_scale_tril with log_diagonal, cov_factor for low rank.
+constexpr const char* code_name(int code) {
+  if (code < kScaleTril) return diag_param_names[code];
+  if (code < kPackedLogDiagonal) return full_param_names[code - kScaleTril];
+  return code == kPackedLogDiagonal ? "packed_log_diagonal" : "cov_factor";
+}
+static_assert(kScaleTril == static_cast<int>(diag_param_names.size()) &&
+              kPackedLogDiagonal == kScaleTril + static_cast<int>(full_param_names.size()));
 
 struct Side {
   int code = 0;

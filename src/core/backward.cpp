@@ -72,7 +72,7 @@ void run_backend(const char* op, std::int64_t n, std::int64_t d, F&& f) {
   try {
     f();
   } catch (const std::bad_alloc&) {
-    detail::fail_resource(
+    detail::fail_out_of_memory(
         op, "out of memory for the workspace (D = " + show(d) + ", N = " + show(n) + ")");
   }
 }

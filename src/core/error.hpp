@@ -1,27 +1,29 @@
-// Building the library's error messages: "[op] what, where".
+// Throwing the library's errors (gausskl/errors.hpp): "[op] what, where".
 #pragma once
 
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 
+#include "gausskl/errors.hpp"
 #include "util/show.hpp"
 
 namespace gausskl::detail {
 
 [[noreturn]] inline void fail(const char* op, const std::string& what) {
-  throw std::invalid_argument(std::string("[") + op + "] " + what);
+  throw InputError(ErrorKind::invalid_input, op, what);
 }
 
-[[noreturn]] inline void fail_resource(const char* op, const std::string& what) {
-  throw std::runtime_error(std::string("[") + op + "] " + what);
+// An allocation that failed.
+[[noreturn]] inline void fail_out_of_memory(const char* op, const std::string& what) {
+  throw ResourceError(ErrorKind::out_of_memory, op, what);
 }
 
 // a * b, or a tagged error if it does not fit in int64 (sizes are never allowed to wrap).
 inline std::int64_t checked_mul(const char* op, std::int64_t a, std::int64_t b, const char* what) {
   std::int64_t r;
   if (__builtin_mul_overflow(a, b, &r)) {
-    fail(op, std::string(what) + " overflows int64 (" + show(a) + " * " + show(b) + ")");
+    throw InputError(ErrorKind::overflow, op,
+                     std::string(what) + " overflows int64 (" + show(a) + " * " + show(b) + ")");
   }
   return r;
 }
@@ -29,7 +31,8 @@ inline std::int64_t checked_mul(const char* op, std::int64_t a, std::int64_t b, 
 inline std::int64_t checked_add(const char* op, std::int64_t a, std::int64_t b, const char* what) {
   std::int64_t r;
   if (__builtin_add_overflow(a, b, &r)) {
-    fail(op, std::string(what) + " overflows int64 (" + show(a) + " + " + show(b) + ")");
+    throw InputError(ErrorKind::overflow, op,
+                     std::string(what) + " overflows int64 (" + show(a) + " + " + show(b) + ")");
   }
   return r;
 }

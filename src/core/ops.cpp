@@ -51,15 +51,13 @@ void run(const char* op, const Gaussians<T>& p, const Gaussians<T>* q, Call&& ca
   try {
     f = call();
   } catch (const std::bad_alloc&) {
-    detail::fail_resource(
+    detail::fail_out_of_memory(
         op, "out of memory for the workspace (D = " + show(p.d()) + ", N = " + show(p.n()) + ")");
   }
   if (!f.side) return;
   const Gaussians<T>& g = (f.side[0] == 'q' && q) ? *q : p;
-  fail(op, std::string(f.side) + ".scale (" + full_param_name(g) +
-               ") is not positive definite at distribution " + show(f.where.index) + ": pivot " +
-               show(f.where.pivot) + " is " + show(f.where.value) +
-               " (to regularize, add eps to the diagonal only: C + eps * I)");
+  throw NotPositiveDefiniteError(op, f.side, full_param_name(g), f.where.index, f.where.pivot,
+                                 show(f.where.value));
 }
 
 template <class T, class U>
@@ -148,8 +146,8 @@ void stream_pairwise(const char* op, const Gaussians<T>& p, const Gaussians<T>* 
     if (doubles || (in_place && !to_out)) block = detail::BlockBuffer<double>(rows * m);
     if (!in_place && !to_out) converted = detail::BlockBuffer<U>(rows * m);
   } catch (const std::bad_alloc&) {
-    detail::fail_resource(op, "out of memory for a block of " + show(rows) + " x " + show(m) +
-                                  " results; lower options.memory_budget");
+    detail::fail_out_of_memory(op, "out of memory for a block of " + show(rows) + " x " + show(m) +
+                                       " results; lower options.memory_budget");
   }
   for (std::int64_t lo = 0; lo < n; lo += rows) {
     const std::int64_t hi = std::min(n, lo + rows), size = (hi - lo) * m;
@@ -226,8 +224,8 @@ void knn_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t k,
     block = detail::BlockBuffer<double>(rows * m);
     best = detail::BlockBuffer<double>(rows * k);
   } catch (const std::bad_alloc&) {
-    detail::fail_resource(op, "out of memory for a block of " + show(rows) + " x " + show(m) +
-                                  " results; lower options.memory_budget");
+    detail::fail_out_of_memory(op, "out of memory for a block of " + show(rows) + " x " + show(m) +
+                                       " results; lower options.memory_budget");
   }
   for (std::int64_t lo = 0; lo < n; lo += rows) {
     const std::int64_t hi = std::min(n, lo + rows);

@@ -2,21 +2,12 @@
 // check an option before reading any input).
 #include <cmath>
 #include <string>
-#include <utility>
 
 #include "gausskl/limits.hpp"
 #include "gausskl/ops.hpp"
 #include "util/show.hpp"
 
 namespace gausskl {
-
-OptionError::OptionError(const std::string& op, std::string option, std::string rule,
-                         const std::string& found)
-    : std::invalid_argument("[" + op + "] options." + option + " " + rule + ", found " + found),
-      option_(std::move(option)),
-      rule_(std::move(rule)) {}
-
-OptionError::~OptionError() = default;
 
 void check_options(const char* op, const Options& options) {
   using detail::show;

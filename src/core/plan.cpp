@@ -74,8 +74,8 @@ void check_rowwise_budget(const char* op, const cpu::RowwiseConfig& plan, const 
   if (options.memory_budget == 0) return;
   const std::int64_t needed = cpu::kl_rowwise_footprint(p, q, n, plan);
   if (needed > options.memory_budget) {
-    fail_resource(op, "the memory budget (" + show_bytes(options.memory_budget) +
-                          ") is too small: the row-wise work takes " + show_bytes(needed));
+    throw MemoryBudgetError(op, options.memory_budget,
+                            "the row-wise work takes " + show_bytes(needed));
   }
 }
 
@@ -137,10 +137,10 @@ void size_blocks(const char* op, PairsPlan& plan, const Gaussians<T>& p, const G
   const std::int64_t fixed = sat_add(bytes.kept, work);
   const std::int64_t left = options.memory_budget - std::min(fixed, options.memory_budget);
   if (left < row_bytes) {
-    fail_resource(op, "the memory budget (" + show_bytes(options.memory_budget) +
-                          ") is too small: the prepared distributions and work buffers take " +
-                          show_bytes(fixed) + ", and each row of results " + show_bytes(row_bytes) +
-                          " more");
+    throw MemoryBudgetError(op, options.memory_budget,
+                            "the prepared distributions and work buffers take " +
+                                show_bytes(fixed) + ", and each row of results " +
+                                show_bytes(row_bytes) + " more");
   }
   plan.block_rows = std::min(left / row_bytes, n);
 }

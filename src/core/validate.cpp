@@ -467,9 +467,10 @@ void validate_packed(const char* op, const std::string& side, const FullGaussian
                    variance_range() + ", found " + show(x) + " at " + where(c, r, r));
     }
     if (!g.log_diagonal && !tril_diagonal_ok(x)) {
-      fail(op, name() + " must have a positive diagonal with squares in " + variance_range() +
-                   ", found " + show(x) + " at " + where(c, r, r) +
-                   "; for log L_rr on the diagonal, set " + "log_diagonal");
+      throw InputError(ErrorKind::invalid_input, op,
+                       name() + " must have a positive diagonal with squares in " +
+                           variance_range() + ", found " + show(x) + " at " + where(c, r, r),
+                       side, first, hints::log_diagonal, "log_diagonal");
     }
   }
 }

@@ -209,3 +209,16 @@ def test_knn_q_is_p_cut_apart(on, rng, tmp_path):
         idx, val = gk.knn_kl(gaussian("std", a), k=5, exclude_self=bool(flags))
         np.testing.assert_array_equal(got["indices"], idx)
         np.testing.assert_array_equal(got["kl"], val)
+
+
+def test_option_rules_are_the_librarys(capsys):
+    """--tolerance and --jitter are checked by the library's check_options, in its words."""
+    from gausskl.dask import _cli
+
+    for flag, value, rule in (("--tolerance", "1", "must be 0 (the default) or at most 1e-3"),
+                              ("--jitter", "-1", "must be finite and >= 0"),
+                              ("--jitter", "inf", "must be finite and >= 0")):
+        with pytest.raises(SystemExit) as e:
+            _cli.main(["pairwise", "--p", "p.npz", "-o", "a.npy", flag, value])
+        assert e.value.code == 2
+        assert f"{rule}, found {value}" in capsys.readouterr().err

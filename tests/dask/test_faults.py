@@ -64,7 +64,13 @@ ROW = 37  # in the third chunk of 16 rows
 def single_process_error(op, p, q):
     with pytest.raises(ValueError) as e:
         op(p, q)
-    return str(e.value)
+    return e.value
+
+
+def data(e):
+    """The error's type and data (gausskl._errors), which the client gets as the library gives
+    them, the distribution's index made global as in the message."""
+    return type(e), e.__dict__
 
 
 @pytest.mark.parametrize("side", ["p", "q"])
@@ -80,13 +86,17 @@ def test_bad_value_names_the_global_row(client, rng, kind, side):
     dp, dq = chunked(param, a, 16), chunked(param, b, (5, 16, 24))
     for op, lazy in ((gk.pairwise_kl, gk.dask.pairwise_kl(dp, dq)),
                      (lambda p, q: gk.knn_kl(p, q, k=3), gk.dask.knn_kl(dp, dq, k=3))):
-        want = single_process_error(op, p, q)
+        error = single_process_error(op, p, q)
+        want = str(error)
         assert f" {ROW}" in want
         start = time.monotonic()
         with pytest.raises(ValueError) as e:
             dask.compute(lazy)
         assert time.monotonic() - start < TIMEOUT
         assert str(e.value) == want
+        assert data(e.value) == data(error)
+        if kind in ("not positive definite", "packed diagonal"):
+            assert (e.value.side, e.value.index) == (side, ROW)
 
 
 @pytest.mark.parametrize("kind", list(BAD))
@@ -106,6 +116,7 @@ def test_bad_value_row_wise_and_q_is_p(client, rng, kind):
         with pytest.raises(ValueError) as got:
             dask.compute(lazy)
         assert str(got.value) == str(want.value)
+        assert data(got.value) == data(want.value)
 
 
 def test_no_partial_zarr_store(client, rng, tmp_path):

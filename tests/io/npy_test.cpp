@@ -6,8 +6,8 @@
 #include <cstring>
 #include <variant>
 
-#include "core/error.hpp"
 #include "io_test_util.hpp"
+#include "util/show.hpp"
 
 namespace gausskl::io {
 namespace {

@@ -39,24 +39,26 @@ def _size(text: str) -> int:
     return int(float(m.group(1)) * scale)
 
 
-def _tolerance(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number, found {text}") from None
-    if not (0 <= value <= 1e-3):
-        raise argparse.ArgumentTypeError(f"must be 0 (the default) or at most 1e-3, found {text}")
-    return value
+def _library_rule(option: str):
+    """An argparse type for a float option the library checks (gausskl::check_options): its
+    rule's words, as gausskl's."""
 
+    def parse(text: str) -> float:
+        from gausskl import _ext
+        from gausskl._errors import OptionError
 
-def _nonnegative(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number, found {text}") from None
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, found {text}")
-    return value
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a number, found {text}") from None
+        options = {"threads": 0, "jitter": 0.0, "tolerance": 0.0, "memory_budget": 0}
+        try:
+            _ext.check_options("gausskl-dask", **{**options, option: value})
+        except OptionError as e:
+            raise argparse.ArgumentTypeError(f"{e.rule}, found {text}") from None
+        return value
+
+    return parse
 
 
 def _positive_int(text: str) -> int:
@@ -99,13 +101,13 @@ def parser() -> argparse.ArgumentParser:
                          help="the most the library may allocate in one task (one block), e.g. "
                               "256M; the block's result and input chunks besides (default: no "
                               "limit, blocks of 128M)")
-        cmd.add_argument("--jitter", type=_nonnegative, default=0.0, metavar="EPS",
+        cmd.add_argument("--jitter", type=_library_rule("jitter"), default=0.0, metavar="EPS",
                          help="add EPS to the diagonal of each covariance or precision matrix "
                               "that is not positive definite (only those); default: such a "
                               "matrix is an error")
         cmd.add_argument("--log-diagonal", action="store_true",
                          help="the diagonal entries of packed_scale_tril hold log L_rr")
-        cmd.add_argument("--tolerance", type=_tolerance, default=0.0, metavar="EPS",
+        cmd.add_argument("--tolerance", type=_library_rule("tolerance"), default=0.0, metavar="EPS",
                          help="as gausskl's --tolerance, for each block")
         cmd.add_argument("--quiet", action="store_true",
                          help="no progress bar on stderr (none is shown when stderr is not a "
@@ -363,10 +365,16 @@ def _write_text(out: str, lines):
 
 
 def _message(e: BaseException) -> str:
+    from gausskl._jitter import HINT, jitter_hint
+
     message = str(e)
     # The Python package's hints name its keywords; here they are flags.
-    message = message.replace("jitter=EPS does that", "--jitter EPS does that")
-    message = message.replace("set log_diagonal", "pass --log-diagonal")
+    if getattr(e, "kind", None) == "not_positive_definite":
+        message = message.replace(HINT, jitter_hint("--jitter EPS"))
+    option = getattr(e, "hint_option", None)
+    if option and e.hint.endswith(f"set {option}"):
+        flag = "pass --" + option.replace("_", "-")
+        message = message.replace(e.hint, e.hint[:-len(f"set {option}")] + flag)
     return message
 
 
@@ -403,10 +411,11 @@ def main(argv=None) -> int:
         if what == "KilledWorker":
             detail = ("a task's workers kept dying (" + detail + "); is --worker-memory or "
                       "--memory-budget too small for the chunks?")
-        if "the memory budget (" in detail:
+        kind = getattr(e, "kind", None)  # the library's errors (gausskl._errors) have one
+        if kind == "memory_budget":
             detail += " (--memory-budget is per task)"
-        sys.stderr.write(f"gausskl-dask: error: {detail if what == 'RuntimeError' else what}"
-                         f"{'' if what == 'RuntimeError' else ': ' + detail}\n")
+        plain = what == "RuntimeError" or kind is not None  # the message says it all
+        sys.stderr.write(f"gausskl-dask: error: {detail if plain else what + ': ' + detail}\n")
         return 1
     return 0
 

@@ -13,6 +13,7 @@ import numpy as np
 
 import gausskl as gk
 from gausskl._distributions import DiagGaussian, FullGaussian, LowRankGaussian
+from gausskl._errors import GaussKLError
 
 
 def batch(form: tuple, arrays: list):
@@ -55,7 +56,14 @@ def global_rows(e: Exception, first_rows: dict, one_batch: bool = False) -> Exce
         return e
     message = _WHERE.sub(lambda m: f" at {m.group(1)} {int(m.group(2)) + offset}", message,
                          count=1)
-    return type(e)(message)
+    if not isinstance(e, GaussKLError):
+        return type(e)(message)
+    e = e.reworded(message)  # the same type and data, with the global row
+    if one_batch and e.side == "q":
+        e.side = "p"
+    if e.index is not None:
+        e.index += offset
+    return e
 
 
 def _call(first_rows: dict, op, *args, one_batch: bool = False, **kwargs):
