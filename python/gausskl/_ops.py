@@ -197,6 +197,7 @@ def _compiled(name):
 
     return getattr(_compile, name)
 
+
 def _limit_text(x: float) -> str:
     """A limit as the library writes it: "1e-3", "1e-13" (gausskl/limits.hpp's values)."""
     mantissa, exponent = f"{x:.0e}".split("e")

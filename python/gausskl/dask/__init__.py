@@ -54,6 +54,7 @@ from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 
 import gausskl as gk
+from gausskl import _ext
 from gausskl import _options
 from gausskl.dask import _tasks
 from gausskl.dask._sides import Side, one_row
@@ -207,13 +208,13 @@ def knn_kl(p, q=None, *, k: int, exclude_self: bool = False, jitter: float = 0.0
                          f"{'M - 1' if exclude_self else 'M'} = {max_k}")
     dtype = _out_dtype(P, Q)
     # float32 results: the blocks keep the exact doubles, ranked as the library ranks them,
-    # from float64 copies screened with float32's default tolerance (1e-7; the tolerance changes
+    # from float64 copies screened with float32's default tolerance (the tolerance changes
     # the speed, not the result). The float kernel that a float32 call may use from about 1e-5
     # is not used on the copies.
     in_double = dtype == np.float32
     block_dtype = np.dtype("float64") if in_double else dtype
     if in_double and not options[1]:
-        options = (options[0], 1e-7, *options[2:])
+        options = (options[0], _ext.DEFAULT_TOLERANCE_FLOAT32, *options[2:])
     token = tokenize(P.token(), Q.token(), same, coarse, k, exclude_self, options, split_every)
     # Cut apart, q = p has no blocks on a diagonal: every block is a call on two batches, and
     # exclude_self keeps k + 1 to the end, where j = i is left out.
