@@ -31,6 +31,14 @@ MAX_VARIANCE: float = 1e+300
 
 VARIANCE_RANGE: str = '[1e-300, 1e300]'
 
+RULES: dict = ...
+
+def show(x: float, float32: bool) -> str:
+    """A value as the library's messages write it (shortest text)."""
+
+def show_bytes(bytes: int) -> str:
+    """A size as the library's messages write it: "512 B", "12.0 MiB"."""
+
 DIAG_PARAMS: tuple = ('std', 'var', 'logvar', 'precision')
 
 FULL_PARAMS: tuple = ...

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import torch
 
 from gausskl import _ext
@@ -56,21 +55,19 @@ def fail(op: str, what: str, **data):
                      kind="invalid_input", **data)
 
 
-def show(x) -> str:
-    """A value as the library prints it: shortest text of its own type, integers without '.0'."""
-    if isinstance(x, np.floating) and math.isfinite(float(x)) and float(x).is_integer() \
-            and abs(float(x)) < 1e16:
-        return str(int(x))
-    if isinstance(x, np.floating):
-        text = str(x)
-        return {"nan": "nan", "inf": "inf", "-inf": "-inf"}.get(text, text)
-    return str(x)
+# The library's words for its input rules ({field}s to fill, src/util/rules.hpp).
+RULES = _ext.RULES
+
+
+def rule(op: str, key: str, **fields):
+    """The library's InputError for the rule `key` (the range field filled in)."""
+    fail(op, RULES[key].format(range=VARIANCE_RANGE, **fields))
 
 
 def _scalar(t: torch.Tensor, index) -> str:
+    """The value at index as the library prints one of its type."""
     v = t[tuple(index)].detach().cpu()
-    kind = np.float32 if v.dtype in (torch.float32, torch.float16, torch.bfloat16) else np.float64
-    return show(kind(float(v)))
+    return _ext.show(float(v), v.dtype in (torch.float32, torch.float16, torch.bfloat16))
 
 
 def _first(mask: torch.Tensor):
@@ -81,11 +78,11 @@ def _first(mask: torch.Tensor):
 
 
 def _at2(ix) -> str:
-    return f"row {ix[0]}, column {ix[1]}"
+    return RULES["at2"].format(row=ix[0], column=ix[1])
 
 
 def _at3(ix) -> str:
-    return f"distribution {ix[0]}, row {ix[1]}, column {ix[2]}"
+    return RULES["at3"].format(index=ix[0], row=ix[1], column=ix[2])
 
 
 def _implied_variance(param: str, x: torch.Tensor) -> torch.Tensor:
@@ -104,26 +101,25 @@ def validate(op: str, side: str, g) -> None:
     a = g.arrays
     mean = a["mean"]
     if mean.shape[1] < 1:
-        fail(op, f"{side}.mean has D = 0; D must be at least 1")
+        rule(op, "empty_d", side=side)
     bad = _first(~torch.isfinite(mean))
     if bad:
-        fail(op, f"{side}.mean must be finite, found {_scalar(mean, bad)} at {_at2(bad)}")
+        rule(op, "finite", name=f"{side}.mean", value=_scalar(mean, bad), where=_at2(bad))
     if g.family == "diag":
         s = a["scale"]
         name = f"{side}.scale ({g.param})"
         if g.param == "logvar":
             bad = _first(~torch.isfinite(s))
             if bad:
-                fail(op, f"{name} must be finite, found {_scalar(s, bad)} at {_at2(bad)}")
+                rule(op, "finite", name=name, value=_scalar(s, bad), where=_at2(bad))
         else:
             bad = _first(~(torch.isfinite(s) & (s > 0)))
             if bad:
-                fail(op, f"{name} must be positive and finite, found {_scalar(s, bad)} at {_at2(bad)}")
+                rule(op, "positive_finite", name=name, value=_scalar(s, bad), where=_at2(bad))
         v = _implied_variance(g.param, s)
         bad = _first(~((v >= MIN_VARIANCE) & (v <= MAX_VARIANCE)))
         if bad:
-            fail(op, f"{name} gives a variance outside {VARIANCE_RANGE}, found "
-                     f"{_scalar(s, bad)} at {_at2(bad)}")
+            rule(op, "variance_range", name=name, value=_scalar(s, bad), where=_at2(bad))
     elif g.param == "packed_scale_tril":
         _validate_packed(op, side, g, a["scale"], mean.shape[1])
     elif g.family == "full":
@@ -131,18 +127,17 @@ def validate(op: str, side: str, g) -> None:
         name = f"{side}.scale ({g.param})"
         bad = _first(~torch.isfinite(s))
         if bad:
-            fail(op, f"{name} must be finite, found {_scalar(s, bad)} at {_at3(bad)}")
+            rule(op, "finite", name=name, value=_scalar(s, bad), where=_at3(bad))
         if g.param == "scale_tril":
             diag = torch.diagonal(s, dim1=-2, dim2=-1)
             v = diag.to(compute_dtype(s.device)) ** 2
             bad = _first(~((diag > 0) & (v >= MIN_VARIANCE) & (v <= MAX_VARIANCE)))
             if bad:
-                fail(op, f"{name} must have a positive diagonal with squares in {VARIANCE_RANGE}, "
-                         f"found {_scalar(diag, bad)} at {_at3([bad[0], bad[1], bad[1]])}")
+                rule(op, "tril_diagonal", name=name, value=_scalar(diag, bad),
+                     where=_at3([bad[0], bad[1], bad[1]]))
             bad = _first(torch.triu(s, diagonal=1) != 0)
             if bad:
-                fail(op, f"{name} must be lower triangular, found {_scalar(s, bad)} above the "
-                         f"diagonal at {_at3(bad)}")
+                rule(op, "lower_triangular", name=name, value=_scalar(s, bad), where=_at3(bad))
         else:
             eps = torch.finfo(s.dtype if s.dtype == torch.float64 else torch.float32).eps
             x = s.to(compute_dtype(s.device))
@@ -155,23 +150,23 @@ def validate(op: str, side: str, g) -> None:
             bad = _first(asym)
             if bad:
                 n, r, c = bad
-                fail(op, f"{name} must be symmetric, found {_scalar(s, bad)} and "
-                         f"{_scalar(s, [n, c, r])} at {_at3(bad)} and its transpose")
+                rule(op, "symmetric", name=name, value=_scalar(s, bad),
+                     other=_scalar(s, [n, c, r]), where=_at3(bad))
     else:
         w, dg = a["cov_factor"], a["cov_diag"]
         bad = _first(~torch.isfinite(w))
         if bad:
-            fail(op, f"{side}.cov_factor must be finite, found {_scalar(w, bad)} at {_at3(bad)}")
+            rule(op, "finite", name=f"{side}.cov_factor", value=_scalar(w, bad), where=_at3(bad))
         # cov_diag is a variance: the rules of a diagonal "var" (src/core/validate.cpp).
         bad = _first(~(torch.isfinite(dg) & (dg > 0)))
         if bad:
-            fail(op, f"{side}.cov_diag must be positive and finite, found {_scalar(dg, bad)} "
-                     f"at {_at2(bad)}")
+            rule(op, "positive_finite", name=f"{side}.cov_diag", value=_scalar(dg, bad),
+                 where=_at2(bad))
         x = dg.to(compute_dtype(dg.device))
         bad = _first(~((x >= MIN_VARIANCE) & (x <= MAX_VARIANCE)))
         if bad:
-            fail(op, f"{side}.cov_diag gives a variance outside {VARIANCE_RANGE}, found "
-                     f"{_scalar(dg, bad)} at {_at2(bad)}")
+            rule(op, "variance_range", name=f"{side}.cov_diag", value=_scalar(dg, bad),
+                 where=_at2(bad))
 
 
 def _packed_entry(c: int):
@@ -187,7 +182,7 @@ def _validate_packed(op: str, side: str, g, s: torch.Tensor, d: int) -> None:
 
     def where(i, c):
         r, cc = _packed_entry(c)
-        return f"row {i}, column {c} (L[{r}, {cc}])"
+        return RULES["at_packed"].format(row=i, column=c, r=r, c=cc)
 
     cols = torch.tensor([r * (r + 1) // 2 + r for r in range(d)], device=s.device)
     finite = torch.isfinite(s)
@@ -203,13 +198,12 @@ def _validate_packed(op: str, side: str, g, s: torch.Tensor, d: int) -> None:
     i = bad[0]
     row = _first(~finite[i])
     if row:
-        fail(op, f"{name} must be finite, found {_scalar(s, [i, row[0]])} at {where(i, row[0])}")
+        rule(op, "finite", name=name, value=_scalar(s, [i, row[0]]), where=where(i, row[0]))
     c = int(cols[_first(~diag_ok[i])[0]])
     if g.log_diagonal:
-        fail(op, f"{name} must have diagonal entries x = log L_rr (log_diagonal) with exp(2 x) "
-                 f"in {VARIANCE_RANGE}, found {_scalar(s, [i, c])} at {where(i, c)}")
-    fail(op, f"{name} must have a positive diagonal with squares in {VARIANCE_RANGE}, found "
-             f"{_scalar(s, [i, c])} at {where(i, c)}", side=side, index=i,
+        rule(op, "log_diagonal", name=name, value=_scalar(s, [i, c]), where=where(i, c))
+    fail(op, RULES["tril_diagonal"].format(name=name, value=_scalar(s, [i, c]), where=where(i, c),
+                                           range=VARIANCE_RANGE), side=side, index=i,
          hint=_ext.LOG_DIAGONAL_HINT, hint_option="log_diagonal")
 
 
@@ -463,14 +457,13 @@ def broadcast_batches(op: str, p, q) -> tuple:
         return torch.broadcast_shapes(p._batch, q._batch)
     except RuntimeError:
         if len(p._batch) <= 1 and len(q._batch) <= 1:
-            fail(op, f"p and q have N = {p.n} and N = {q.n}; N must match or one side must "
-                     "have N = 1")
+            rule(op, "rows", p=p.n, q=q.n)
         fail(op, f"p and q have batch shapes {p._batch} and {q._batch}, which do not broadcast")
 
 
 def check_same_d(op: str, p, q):
     if p.d != q.d:
-        fail(op, f"p and q have D = {p.d} and D = {q.d}; D must match")
+        rule(op, "same_d", p=p.d, q=q.d)
 
 
 def rowwise_values(p, q=None):
@@ -517,11 +510,11 @@ def run(request):
         return out.reshape(*p._batch, *m_batch)
     k, exclude_self = request.k, request.exclude_self
     if fq is not None and exclude_self:
-        fail(op, "exclude_self needs q = p (call without q)")
+        rule(op, "exclude_self")
     m = math.prod(m_batch)
     max_k = m - 1 if exclude_self else m
     if not (1 <= k <= max_k):
-        fail(op, f"k = {k} must be between 1 and {'M - 1 = ' if exclude_self else 'M = '}{max_k}")
+        rule(op, "k_range", k=k, bound="M - 1" if exclude_self else "M", max=max_k)
     indices, values = knn(op, fp, fq, k, exclude_self, out_dtype, jitter, request.tolerance,
                          request.budget)
     return indices.reshape(*p._batch, k), values.reshape(*p._batch, k)
@@ -664,12 +657,7 @@ def _input_dtype(p, q) -> torch.dtype:
     return torch.float32 if f32 else torch.float64
 
 
-def _show_bytes(n: int) -> str:
-    """Bytes as the library prints them (detail::show_bytes): B, KiB, MiB, GiB, one decimal."""
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"
+_show_bytes = _ext.show_bytes
 
 
 def _gemm_form(P: Side, Q: Side, self_pairs: bool) -> torch.Tensor:

@@ -4,6 +4,7 @@
 // ValueError and RuntimeError, its "[op] what, where" message unchanged. A Python int (Status)
 // comes back instead of a result when the call is not the library's to make as given.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
 
 #include <cstdint>
 #include <span>
@@ -16,6 +17,7 @@
 #include "gausskl/ops.hpp"
 #include "layout.hpp"
 #include "sides.hpp"
+#include "util/rules.hpp"
 #include "util/show.hpp"
 
 namespace gausskl::python {
@@ -226,15 +228,6 @@ nb::list addresses(nb::handle spec) {
   return out;
 }
 
-// The variances allowed, as the library's messages write them: "[1e-300, 1e300]".
-std::string variance_range() {
-  std::string text = "[";  // (not "[" + a temporary: GCC 12 warns of a false overlap)
-  text += detail::show_limit(gausskl::limits::min_variance);
-  text += ", ";
-  text += detail::show_limit(gausskl::limits::max_variance);
-  return text + "]";
-}
-
 void check_options_op(const char* op, int threads, double jitter, double tolerance,
                       std::int64_t memory_budget) {
   Options options;
@@ -258,7 +251,22 @@ void bind_ops(nb::module_& m) {
   m.attr("DEFAULT_BLOCK_BYTES") = limits::default_block_bytes;
   m.attr("MIN_VARIANCE") = limits::min_variance;
   m.attr("MAX_VARIANCE") = limits::max_variance;
-  m.attr("VARIANCE_RANGE") = nb::str(variance_range().c_str());
+  m.attr("VARIANCE_RANGE") =
+      nb::str(detail::show_range(limits::min_variance, limits::max_variance).c_str());
+  // The input rules' words ({field}s for str.format), for the torch path's messages, and numbers
+  // as the messages write them.
+  nb::dict rules;
+  for (const auto& [key, words] : detail::rules::texts)
+    rules[nb::str(key.data(), key.size())] = nb::str(words.data(), words.size());
+  m.attr("RULES") = rules;
+  m.def(
+      "show",
+      [](double x, bool float32) {
+        return float32 ? detail::show(static_cast<float>(x)) : detail::show(x);
+      },
+      arg("x"), arg("float32"), "A value as the library's messages write it (shortest text).");
+  m.def("show_bytes", &detail::show_bytes, arg("bytes"),
+        "A size as the library's messages write it: \"512 B\", \"12.0 MiB\".");
   // The parameterizations' names (gausskl/types.hpp), in the order of the library's enums.
   nb::list diag_names, full_names;
   for (const char* name : gausskl::diag_param_names)

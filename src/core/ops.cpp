@@ -18,6 +18,7 @@
 #include "cpu/backend.hpp"
 #include "cpu/knn/loops.hpp"
 #include "util/block_buffer.hpp"
+#include "util/rules.hpp"
 
 namespace gausskl {
 namespace {
@@ -203,11 +204,13 @@ void knn_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t k,
   const char* op = "knn_kl";
   detail::PairsPlan plan = plan_and_validate(op, p, q, options);
   const std::int64_t m = q ? q->n() : p.n();
-  if (q && options.exclude_self) fail(op, "exclude_self needs q = p (call without q)");
+  using detail::rules::Rule;
+  if (q && options.exclude_self) fail(op, detail::rules::text(Rule::exclude_self, {}));
   const std::int64_t max_k = options.exclude_self ? m - 1 : m;
   if (k < 1 || k > max_k) {
-    fail(op, "k = " + show(k) + " must be between 1 and " +
-                 (options.exclude_self ? "M - 1 = " : "M = ") + show(max_k));
+    fail(op, detail::rules::text(Rule::k_range, {{"k", show(k)},
+                                                 {"bound", options.exclude_self ? "M - 1" : "M"},
+                                                 {"max", show(max_k)}}));
   }
   const std::int64_t n = p.n();
   const std::int64_t size = detail::checked_mul(op, n, k, "N * k");

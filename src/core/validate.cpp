@@ -18,25 +18,34 @@
 #include "cpu/common/parallel.hpp"
 #include "cpu/common/validate_rows.hpp"
 #include "gausskl/limits.hpp"
+#include "util/rules.hpp"
 
 namespace gausskl::detail {
 namespace {
 
-// The variances allowed, as messages write them: "[1e-300, 1e300]".
+using rules::Rule;
+
+// The variances allowed, as the rules write them: "[1e-300, 1e300]".
 std::string variance_range() {
-  std::string text = "[";  // (not "[" + a temporary: GCC 12 warns of a false overlap)
-  text += show_limit(limits::min_variance);
-  text += ", ";
-  text += show_limit(limits::max_variance);
-  return text + "]";
+  return show_range(limits::min_variance, limits::max_variance);
 }
 
 std::string at2(std::int64_t i, std::int64_t h) {
-  return "row " + std::to_string(i) + ", column " + std::to_string(h);
+  return rules::text(Rule::at2, {{"row", show(i)}, {"column", show(h)}});
 }
 
 std::string at3(std::int64_t n, std::int64_t r, std::int64_t c) {
-  return "distribution " + std::to_string(n) + ", " + at2(r, c);
+  return rules::text(Rule::at3, {{"index", show(n)}, {"row", show(r)}, {"column", show(c)}});
+}
+
+// A rule about one value: {name} ... found {value} at {where}.
+template <class T>
+[[noreturn]] void fail_at(const char* op, Rule rule, const std::string& name, T value,
+                          const std::string& where) {
+  fail(op, rules::text(rule, {{"name", name},
+                              {"value", show(value)},
+                              {"where", where},
+                              {"range", variance_range()}}));
 }
 
 template <int Rank>
@@ -163,8 +172,7 @@ void check_finite2(const char* op, const std::string& name, const View<T, 2>& v,
   for (std::int64_t i = first; i < v.shape[0]; ++i) {
     for (std::int64_t h = 0; h < v.shape[1]; ++h) {
       const T x = v(i, h);
-      if (!std::isfinite(x))
-        fail(op, name + " must be finite, found " + show(x) + " at " + at2(i, h));
+      if (!std::isfinite(x)) fail_at(op, Rule::finite, name, x, at2(i, h));
     }
   }
 }
@@ -196,13 +204,12 @@ void check_variance(const char* op, const std::string& name, DiagParam p, const 
   const double value = x;
   if (value >= ok.lo && value <= ok.hi) return;
   if (p == DiagParam::logvar && !std::isfinite(x)) {
-    fail(op, name + " must be finite, found " + show(x) + " at " + where());
+    fail_at(op, Rule::finite, name, x, where());
   }
   if (p != DiagParam::logvar && !(std::isfinite(x) && x > 0)) {
-    fail(op, name + " must be positive and finite, found " + show(x) + " at " + where());
+    fail_at(op, Rule::positive_finite, name, x, where());
   }
-  fail(op, name + " gives a variance outside " + variance_range() + ", found " + show(x) + " at " +
-               where());
+  fail_at(op, Rule::variance_range, name, x, where());
 }
 
 // [lo, hi] in T: for every T x, lo_T <= x <= hi_T exactly when lo <= double(x) <= hi (the
@@ -388,23 +395,23 @@ void check_full(const char* op, const std::string& name, const View<T, 3>& s, st
     for (std::int64_t c = 0; c < d; ++c) {
       const T x = s(i, r, c);
       if (!std::isfinite(x)) {
-        fail(op, name + " must be finite, found " + show(x) + " at " + at3(i, r, c));
+        fail_at(op, Rule::finite, name, x, at3(i, r, c));
       }
       if (lower && c > r && x != 0) {
-        fail(op, name + " must be lower triangular, found " + show(x) + " above the diagonal at " +
-                     at3(i, r, c));
+        fail_at(op, Rule::lower_triangular, name, x, at3(i, r, c));
       }
     }
   }
   for (std::int64_t r = 0; r < d; ++r) {
     if (lower && !tril_diagonal_ok(s(i, r, r))) {
-      fail(op, name + " must have a positive diagonal with squares in " + variance_range() +
-                   ", found " + show(s(i, r, r)) + " at " + at3(i, r, r));
+      fail_at(op, Rule::tril_diagonal, name, s(i, r, r), at3(i, r, r));
     }
     for (std::int64_t c = 0; !lower && c < r; ++c) {
       if (!symmetric_at(s, i, r, c)) {
-        fail(op, name + " must be symmetric, found " + show(s(i, r, c)) + " and " +
-                     show(s(i, c, r)) + " at " + at3(i, r, c) + " and its transpose");
+        fail(op, rules::text(Rule::symmetric, {{"name", name},
+                                               {"value", show(s(i, r, c))},
+                                               {"other", show(s(i, c, r))},
+                                               {"where", at3(i, r, c)}}));
       }
     }
   }
@@ -449,27 +456,27 @@ void validate_packed(const char* op, const std::string& side, const FullGaussian
   if (first == n) return;
   // Where an entry is, in the packed array and in the factor.
   const auto where = [&](std::int64_t c, std::int64_t r, std::int64_t s) {
-    return at2(first, c) + " (L[" + show(r) + ", " + show(s) + "])";
+    return rules::text(Rule::at_packed,
+                       {{"row", show(first)}, {"column", show(c)}, {"r", show(r)}, {"c", show(s)}});
   };
   for (std::int64_t r = 0, c = 0; r < d; ++r) {
     for (std::int64_t s = 0; s <= r; ++s, ++c) {
       const T x = v(first, c);
-      if (!std::isfinite(x))
-        fail(op, name() + " must be finite, found " + show(x) + " at " + where(c, r, s));
+      if (!std::isfinite(x)) fail_at(op, Rule::finite, name(), x, where(c, r, s));
     }
   }
   for (std::int64_t r = 0; r < d; ++r) {
     const std::int64_t c = r * (r + 3) / 2;
     const T x = v(first, c);
     if (g.log_diagonal && !(x >= lo && x <= hi)) {
-      fail(op, name() +
-                   " must have diagonal entries x = log L_rr (log_diagonal) with exp(2 x) in " +
-                   variance_range() + ", found " + show(x) + " at " + where(c, r, r));
+      fail_at(op, Rule::log_diagonal, name(), x, where(c, r, r));
     }
     if (!g.log_diagonal && !tril_diagonal_ok(x)) {
       throw InputError(ErrorKind::invalid_input, op,
-                       name() + " must have a positive diagonal with squares in " +
-                           variance_range() + ", found " + show(x) + " at " + where(c, r, r),
+                       rules::text(Rule::tril_diagonal, {{"name", name()},
+                                                         {"value", show(x)},
+                                                         {"where", where(c, r, r)},
+                                                         {"range", variance_range()}}),
                        side, first, hints::log_diagonal, "log_diagonal");
     }
   }
@@ -526,7 +533,7 @@ void validate_low_rank(const char* op, const std::string& side, const LowRankGau
       for (std::int64_t k = 0; k < r; ++k) {
         const T x = g.cov_factor(i, h, k);
         if (!std::isfinite(x)) {
-          fail(op, side + ".cov_factor must be finite, found " + show(x) + " at " + at3(i, h, k));
+          fail_at(op, Rule::finite, side + ".cov_factor", x, at3(i, h, k));
         }
       }
       check_variance(op, diag_name, DiagParam::var, ok, g.cov_diag(i, h),
@@ -545,7 +552,7 @@ void validate(const char* op, const char* side_c, const Gaussians<T>& g, int thr
   const std::string side = side_c;
   const View<T, 2>& mean = g.mean();
   check_view(op, named(side, ".mean"), mean);
-  if (mean.shape[1] < 1) fail(op, side + ".mean has D = 0; D must be at least 1");
+  if (mean.shape[1] < 1) fail(op, rules::text(Rule::empty_d, {{"side", side}}));
   check_finite2(op, side + ".mean", mean, threads);
   std::visit(
       [&](const auto& family) {
@@ -561,8 +568,7 @@ void validate(const char* op, const char* side_c, const Gaussians<T>& g, int thr
 template <class T>
 void validate_same_d(const char* op, const Gaussians<T>& p, const Gaussians<T>& q) {
   if (p.d() != q.d()) {
-    fail(op, "p and q have D = " + std::to_string(p.d()) + " and D = " + std::to_string(q.d()) +
-                 "; D must match");
+    fail(op, rules::text(Rule::same_d, {{"p", show(p.d())}, {"q", show(q.d())}}));
   }
 }
 
@@ -570,8 +576,7 @@ template <class T>
 std::int64_t broadcast_rows(const char* op, const Gaussians<T>& p, const Gaussians<T>& q) {
   if (p.n() == q.n() || q.n() == 1) return p.n();
   if (p.n() == 1) return q.n();
-  fail(op, "p and q have N = " + std::to_string(p.n()) + " and N = " + std::to_string(q.n()) +
-               "; N must match or one side must have N = 1");
+  fail(op, rules::text(Rule::rows, {{"p", show(p.n())}, {"q", show(q.n())}}));
 }
 
 #define GAUSSKL_INSTANTIATE(T)                                                             \

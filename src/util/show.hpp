@@ -36,6 +36,15 @@ inline std::string show_limit(double value) {
   return text.substr(0, e) + "e" + sign + exponent;
 }
 
+// A closed range of limits: "[1e-300, 1e300]".
+inline std::string show_range(double lo, double hi) {
+  std::string text = "[";  // (not "[" + a temporary: GCC 12 warns of a false overlap)
+  text += show_limit(lo);
+  text += ", ";
+  text += show_limit(hi);
+  return text + "]";
+}
+
 // "512 B", "1.5 KiB", "12.0 MiB", "3.2 GiB".
 inline std::string show_bytes(std::int64_t bytes) {
   if (bytes < 1024) return std::to_string(bytes) + " B";

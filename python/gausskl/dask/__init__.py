@@ -201,11 +201,11 @@ def knn_kl(p, q=None, *, k: int, exclude_self: bool = False, jitter: float = 0.0
         if tuple(cut) != P.chunks:
             Q, coarse = P.with_chunks(cut), True
     if not same and exclude_self:
-        raise ValueError(f"[{op}] exclude_self needs q = p (call without q)")
+        raise ValueError(f"[{op}] " + _ext.RULES["exclude_self"])
     max_k = Q.n - 1 if exclude_self else Q.n
     if k < 1 or k > max_k:
-        raise ValueError(f"[{op}] k = {k} must be between 1 and "
-                         f"{'M - 1' if exclude_self else 'M'} = {max_k}")
+        raise ValueError(f"[{op}] " + _ext.RULES["k_range"].format(
+            k=k, bound="M - 1" if exclude_self else "M", max=max_k))
     dtype = _out_dtype(P, Q)
     # float32 results: the blocks keep the exact doubles, ranked as the library ranks them,
     # from float64 copies screened with float32's default tolerance (the tolerance changes
