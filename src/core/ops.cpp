@@ -59,8 +59,8 @@ void run(const char* op, const Gaussians<T>& p, const Gaussians<T>* q, Call&& ca
   if (!f.side) return;
   if (std::string(f.side) == "pair") {  // only a Renyi divergence of order > 1 fails per pair
     fail(op, "the renyi divergence is infinite at row " + show(f.where.index) +
-                 ": its mixed covariance alpha * q.cov + (1 - alpha) * p.cov is not positive "
-                 "definite (pivot " +
+                 ": its mixed covariance alpha * q.cov + (1 - alpha) * p.cov is not a "
+                 "positive-definite matrix (pivot " +
                  show(f.where.pivot) + " is " + show(f.where.value) +
                  "); an order alpha > 1 needs q's covariance to dominate (alpha - 1) / alpha "
                  "times p's");

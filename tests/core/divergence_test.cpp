@@ -29,10 +29,9 @@ std::string name(const Kind& k) {
 
 // Every kind; renyi with orders below and above 1.
 std::vector<Kind> all_kinds() {
-  return {{Divergence::kl},           {Divergence::jeffreys},
-          {Divergence::bhattacharyya}, {Divergence::hellinger},
-          {Divergence::wasserstein2}, {Divergence::renyi, 0.5},
-          {Divergence::renyi, 0.05},  {Divergence::renyi, 2.0}};
+  return {{Divergence::kl},          {Divergence::jeffreys},     {Divergence::bhattacharyya},
+          {Divergence::hellinger},   {Divergence::wasserstein2}, {Divergence::renyi, 0.5},
+          {Divergence::renyi, 0.05}, {Divergence::renyi, 2.0}};
 }
 
 Options options_of(const Kind& k) {
@@ -47,8 +46,8 @@ std::vector<long double> reference(const Kind& k, const Gaussians<T>& p, const G
   const std::int64_t n = broadcast_rows(p.n(), q.n());
   std::vector<long double> ref(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) {
-    ref[static_cast<std::size_t>(i)] = reference::divergence(
-        k.kind, k.alpha, p, p.n() == 1 ? 0 : i, q, q.n() == 1 ? 0 : i);
+    ref[static_cast<std::size_t>(i)] =
+        reference::divergence(k.kind, k.alpha, p, p.n() == 1 ? 0 : i, q, q.n() == 1 ? 0 : i);
   }
   return ref;
 }
@@ -67,7 +66,8 @@ template <class T>
 void check(const Kind& k, const Gaussians<T>& p, const Gaussians<T>& q, const std::string& row,
            bool exact_zero) {
   const std::vector<long double> ref = reference(k, p, q);
-  const bool infinite = std::any_of(ref.begin(), ref.end(), [](long double x) { return std::isnan(x); });
+  const bool infinite =
+      std::any_of(ref.begin(), ref.end(), [](long double x) { return std::isnan(x); });
   if (infinite) {
     EXPECT_THROW((run<T, double>(k, p, q)), std::invalid_argument) << name(k);
     return;

@@ -18,7 +18,8 @@ constexpr double kNearDuplicate = 1e-6;
 // A slot's parts: mean [d], L [d*d], Sigma [d*d], log det.
 struct Slot {
   double *mean, *l, *cov, *logdet;
-  Slot(std::int64_t d, double* s) : mean(s), l(s + d), cov(s + d + d * d), logdet(s + d + 2 * d * d) {}
+  Slot(std::int64_t d, double* s)
+      : mean(s), l(s + d), cov(s + d + d * d), logdet(s + d + 2 * d * d) {}
 };
 
 // Sigma = L L^T, both triangles.
@@ -246,11 +247,11 @@ double dense_pair(const DivergenceConfig& config, const DenseGaussian& p_in,
   const bool swap = is_symmetric(kind) && swap_for_symmetry(p_in, q_in);
   const DenseGaussian& p = swap ? q_in : p_in;
   const DenseGaussian& q = swap ? p_in : q_in;
-  double* m = scratch;       // [d*d]
-  double* e = m + d * d;     // [d*d]
-  double* v = e + d * d;     // [d*d]
-  double* y = v + d * d;     // [d]
-  double* delta = y + d;     // [d]
+  double* m = scratch;    // [d*d]
+  double* e = m + d * d;  // [d*d]
+  double* v = e + d * d;  // [d*d]
+  double* y = v + d * d;  // [d]
+  double* delta = y + d;  // [d]
   for (std::int64_t i = 0; i < d; ++i)
     delta[i] = p.mean[i] - q.mean[i];
   if (kind == Divergence::wasserstein2) return wasserstein2(p, q, delta, scratch);
@@ -268,7 +269,8 @@ double dense_pair(const DivergenceConfig& config, const DenseGaussian& p_in,
   }
   double value = HUGE_VAL, log_part = 0, magnitude = 0;
   if (bad < 0) {
-    if (renyi) {  // alpha/2 d^T S_a^-1 d + (log det S_a - beta log det S_1 - alpha log det S_2) / 2 beta
+    if (renyi) {  // alpha/2 d^T S_a^-1 d + (log det S_a - beta log det S_1 - alpha log det S_2) / 2
+                  // beta
       log_part = logdet - beta * p.logdet - alpha * q.logdet;
       magnitude = std::abs(logdet) + std::abs(beta * p.logdet) + std::abs(alpha * q.logdet);
       value = 0.5 * alpha * quad + log_part / (2 * beta);

@@ -87,7 +87,7 @@ std::int64_t divergence_diag_rows(const DiagGaussians<T>& p, const DiagGaussians
           const double mixed = 1 + beta * mu;
           if (!(mixed > 0)) {
             *dim = h;
-            *value = mixed;
+            *value = mixed * s2.sigma * s2.sigma;  // the mixed variance, the pivot of its factor
             return i;
           }
           const double z = delta * s2.inv;

@@ -14,7 +14,7 @@ namespace gausskl::cpu {
 // out[i - lo] = D(p_i || q_i) for rows lo <= i < hi (a side with one row broadcasting), in
 // double. Renyi with alpha > 1 and a dimension whose mixed variance alpha v_q + (1 - alpha) v_p
 // is not positive: returns the first such row (and sets *dim, *value to the dimension and the
-// mixed variance over v_q); otherwise -1. Never throws, never allocates.
+// mixed variance); otherwise -1. Never throws, never allocates.
 template <class T>
 std::int64_t divergence_diag_rows(const DiagGaussians<T>& p, const DiagGaussians<T>& q,
                                   const DivergenceConfig& config, std::int64_t lo, std::int64_t hi,

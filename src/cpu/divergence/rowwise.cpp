@@ -71,9 +71,8 @@ std::int64_t divergence_rowwise_footprint(const Gaussians<T>& p, const Gaussians
                                           std::int64_t n, const DivergenceConfig& config) {
   if (as_diag(p) && as_diag(q)) return sat_mul(8, n);
   const Sizes sizes(p, q, config);
-  const std::int64_t doubles =
-      sat_add(sat_add(sat_mul(config.workers, sizes.per_worker()), n),
-              sizes.p_slot + sizes.q_slot + sizes.prep);
+  const std::int64_t doubles = sat_add(sat_add(sat_mul(config.workers, sizes.per_worker()), n),
+                                       sizes.p_slot + sizes.q_slot + sizes.prep);
   return sat_mul(8, doubles);
 }
 
@@ -157,7 +156,7 @@ template std::int64_t divergence_rowwise_footprint<double>(const Gaussians<doubl
                                                            const Gaussians<double>&, std::int64_t,
                                                            const DivergenceConfig&);
 
-#define GAUSSKL_INSTANTIATE(T, U)                                                 \
+#define GAUSSKL_INSTANTIATE(T, U)                                                     \
   template Failure divergence_rowwise<T, U>(const Gaussians<T>&, const Gaussians<T>&, \
                                             std::int64_t, U*, const DivergenceConfig&, Jitter&);
 GAUSSKL_INSTANTIATE(float, float)
