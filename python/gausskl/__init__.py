@@ -105,6 +105,7 @@ torch tensors on the CPU computed with torch operations too).
 """
 
 from gausskl._distributions import DiagGaussian, FullGaussian, Gaussian, LowRankGaussian
+from gausskl._divergence import divergence
 from gausskl._ext import version as _library_version
 from gausskl._from_torch import from_torch
 from gausskl._jitter import JitterWarning
@@ -127,6 +128,7 @@ __all__ = [
     "Gaussian",
     "JitterWarning",
     "LowRankGaussian",
+    "divergence",
     "from_torch",
     "kl",
     "kl_standard_normal",
