@@ -49,6 +49,7 @@ def _mp_divergence(kind, alpha, m1, S1, m2, S2):
 def _diag_mp(kind, alpha, m1, s1, m2, s2):
     S1 = mpmath.diag([mpmath.mpf(x) ** 2 for x in s1])
     S2 = mpmath.diag([mpmath.mpf(x) ** 2 for x in s2])
+    m1, m2 = [mpmath.mpf(float(x)) for x in m1], [mpmath.mpf(float(x)) for x in m2]
     return _mp_divergence(kind, alpha, m1, S1, m2, S2)
 
 
@@ -65,17 +66,34 @@ def test_diagonal_against_mpmath(rng, kind, alpha):
         assert abs(got[i] - exact) <= 1e-12 * (abs(exact) + 1), (i, got[i], exact)
 
 
+def _as_param(param, s):
+    return {"std": s, "var": s**2, "logvar": np.log(s**2), "precision": 1 / s**2}[param]
+
+
+def _sigma(param, x):
+    """sigma in mpmath from the parameter as given (float64), exactly."""
+    x = mpmath.mpf(float(x))
+    return {"std": x, "var": mpmath.sqrt(x), "logvar": mpmath.exp(x / 2),
+            "precision": 1 / mpmath.sqrt(x)}[param]
+
+
+@pytest.mark.parametrize("means", ["moved", "equal"])
+@pytest.mark.parametrize("param", ["std", "var", "logvar", "precision"])
 @pytest.mark.parametrize("kind,alpha", KINDS)
-def test_diagonal_near_duplicates_relative(rng, kind, alpha):
-    """Near-duplicates (relative 1e-7 on every parameter): small values keep their digits."""
+def test_diagonal_near_duplicates_relative(rng, kind, alpha, param, means):
+    """Near-duplicates (relative 1e-8 on the scales, on the means too or not, scales up to 1e3):
+    small values keep their digits, relative to themselves."""
     mp.dps = 50
     n, d = 3, 4
-    m1, s1 = rng.normal(size=(n, d)) + 1e3, rng.uniform(0.5, 2, (n, d))
-    m2 = m1 * (1 + 1e-7 * rng.uniform(-1, 1, (n, d)))
-    s2 = s1 * (1 + 1e-7 * rng.uniform(-1, 1, (n, d)))
-    got = gk.divergence(gk.DiagGaussian(m1, std=s1), gk.DiagGaussian(m2, std=s2), kind, alpha)
+    m1, s1 = rng.normal(size=(n, d)) + 1e3, np.exp(rng.uniform(-7, 7, (n, d)))
+    m2 = m1 * (1 + 1e-8 * rng.uniform(-1, 1, (n, d))) if means == "moved" else m1
+    x1 = _as_param(param, s1)
+    x2 = x1 * (1 + 1e-8 * rng.uniform(-1, 1, (n, d)))
+    got = gk.divergence(gk.DiagGaussian(m1, **{param: x1}), gk.DiagGaussian(m2, **{param: x2}),
+                        kind, alpha)
     for i in range(n):
-        exact = _diag_mp(kind, alpha, m1[i], s1[i], m2[i], s2[i])
+        exact = _diag_mp(kind, alpha, m1[i], [_sigma(param, x) for x in x1[i]], m2[i],
+                         [_sigma(param, x) for x in x2[i]])
         # relative to the value itself (tiny here); renyi of order 0.05 loses up to 1 / alpha
         bound = 1e-12 / (alpha if alpha is not None and alpha < 1 else 1)
         assert abs(got[i] - exact) <= bound * abs(exact), (i, got[i], exact)

@@ -37,6 +37,31 @@ double sigma_difference(DiagParam pp, double x1, const Scale& s1, DiagParam pq, 
   return s1.sigma - s2.sigma;
 }
 
+// log(sigma_1 / sigma_2), exact to a few ulps of itself when both sides have the same
+// parameterization and are close: 2 atanh((a - b) / (a + b)) = log(a / b) of the inputs' own
+// difference, not a difference of two rounded logs (which, for sigma ~ 1e3 and a ratio
+// 1 + 1e-8, keeps only 7 digits). atanh is ill-conditioned near 1, so beyond a ratio of 3
+// (|x| >= 1/2), where the logs' difference is as large as the logs, that difference. Odd in the
+// swap of p and q, bitwise (|x| is symmetric).
+double log_ratio(DiagParam pp, double x1, const Scale& s1, DiagParam pq, double x2,
+                 const Scale& s2) {
+  if (pp == pq && pp != DiagParam::logvar) {
+    const double x = (x1 - x2) / (x1 + x2);
+    if (std::abs(x) < 0.5) {
+      switch (pp) {
+        case DiagParam::stddev:
+          return 2 * std::atanh(x);
+        case DiagParam::var:
+          return std::atanh(x);
+        default:  // precision
+          return -std::atanh(x);
+      }
+    }
+  }
+  if (pp == pq && pp == DiagParam::logvar) return 0.5 * (x1 - x2);
+  return s1.log - s2.log;
+}
+
 }  // namespace
 
 template <class T>
@@ -54,7 +79,7 @@ std::int64_t divergence_diag_rows(const DiagGaussians<T>& p, const DiagGaussians
       const double x1 = p.scale(ip, h), x2 = q.scale(iq, h);
       const Scale s1 = scale_of(p.param, x1), s2 = scale_of(q.param, x2);
       const double delta = static_cast<double>(p.mean(ip, h)) - static_cast<double>(q.mean(iq, h));
-      const double t = s1.log - s2.log;  // log(sigma_1 / sigma_2)
+      const double t = log_ratio(p.param, x1, s1, q.param, x2, s2);  // log(sigma_1 / sigma_2)
       switch (kind) {
         case Divergence::kl: {  // not dispatched here (the KL kernels), kept for completeness
           const double z = delta * s2.inv;
