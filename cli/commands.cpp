@@ -13,6 +13,7 @@
 #include "cli/output.hpp"
 #include "cli/progress.hpp"
 #include "gausskl/ops.hpp"
+#include "util/show.hpp"
 
 namespace gausskl::cli {
 namespace {
@@ -87,6 +88,8 @@ Options options(const Args& args, const io::MemoryAllowance& allowance,
   if (allowance.limited()) o.memory_budget = std::max<std::int64_t>(allowance.left(), 1);
   o.jitter = args.jitter;
   o.tolerance = args.tolerance;
+  o.divergence = divergence_of(args);
+  o.alpha = args.alpha_given ? args.alpha : 0;
   o.on_jitter = [jitter = args.jitter](const char* side, std::int64_t count) {
     std::fprintf(stderr,
                  "gausskl: note: %lld %s distribution(s) were not positive definite; factored "
@@ -113,6 +116,37 @@ bool show_progress(const Args& args) {
 
 }  // namespace
 
+Divergence divergence_of(const Args& args) {
+  for (std::size_t k = 0; k < divergence_names.size(); ++k) {
+    if (args.divergence == divergence_names[k]) return static_cast<Divergence>(k);
+  }
+  return Divergence::kl;  // not reached: the parser checked the name
+}
+
+void check_divergence_args(const Args& args) {
+  const Divergence kind = divergence_of(args);
+  if (kind == Divergence::renyi && !args.alpha_given) {
+    throw std::invalid_argument(
+        "[kl] --divergence renyi needs --alpha A, the order of the divergence (finite, in "
+        "(0, 1) or (1, inf))");
+  }
+  if (kind != Divergence::renyi && args.alpha_given) {
+    throw std::invalid_argument("[kl] --alpha is the order of the renyi divergence; --divergence " +
+                                args.divergence + " takes none");
+  }
+  if (kind == Divergence::renyi) {
+    Options o;
+    o.divergence = kind;
+    o.alpha = args.alpha;
+    try {
+      check_options("kl", o);
+    } catch (const OptionError& e) {
+      throw std::invalid_argument("[kl] --alpha " + e.rule() + ", found " +
+                                  detail::show(args.alpha));
+    }
+  }
+}
+
 void run_kl(const Args& args) {
   io::MemoryAllowance allowance = allowance_of(args);
   const Inputs in = load(args, allowance);
@@ -124,7 +158,17 @@ void run_kl(const Args& args) {
              allowance.take(n * static_cast<std::int64_t>(sizeof(U)), "kl", "the result");
              std::vector<U> result(static_cast<std::size_t>(n));
              const BudgetUse budget = budget_use(args, allowance, inputs);
-             if (q) {
+             if (divergence_of(args) != Divergence::kl) {
+               // Without --q, q = N(0, I): one standard normal, broadcast.
+               const std::int64_t d = p.d();
+               const std::vector<T> zeros(static_cast<std::size_t>(d), T(0)),
+                   ones(static_cast<std::size_t>(d), T(1));
+               const Gaussians<T> standard(DiagGaussians<T>{contiguous<T, 2>(zeros.data(), {1, d}),
+                                                            contiguous<T, 2>(ones.data(), {1, d})});
+               call_library("kl", budget, [&] {
+                 divergence(p, q ? *q : standard, std::span<U>(result), options(args, allowance));
+               });
+             } else if (q) {
                call_library("kl", budget,
                             [&] { kl(p, *q, std::span<U>(result), options(args, allowance)); });
              } else {

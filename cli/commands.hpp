@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "gausskl/types.hpp"
+
 namespace gausskl::cli {
 
 struct Args {
@@ -20,7 +22,16 @@ struct Args {
   bool exclude_self = false;
   bool log_diagonal = false;         // packed_scale_tril diagonals are log L_rr
   std::string keys, p_keys, q_keys;  // --keys (both sides), --p-keys, --q-keys: Keys::parse text
+  std::string divergence = "kl";     // kl only: --divergence KIND
+  double alpha = 0;                  // kl only: --alpha A (renyi's order)
+  bool alpha_given = false;
 };
+
+// The kind --divergence names (checked by check_divergence_args).
+Divergence divergence_of(const Args& args);
+// --divergence and --alpha together: renyi needs --alpha, the others take none; throws
+// std::invalid_argument "[kl] ...".
+void check_divergence_args(const Args& args);
 
 void run_kl(const Args& args);
 void run_pairwise(const Args& args);

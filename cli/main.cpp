@@ -147,6 +147,24 @@ int main(int argc, char** argv) {
                          "row-wise: out[i] = KL(p_i || q_i); N = 1 on either side broadcasts; "
                          "without --q, q = N(0, I)");
   add_common(kl, args, "output: .npy or .csv, or - for CSV on stdout");
+  kl->add_option("--divergence", args.divergence,
+                 "what to compute instead of KL: jeffreys (KL both ways, summed), "
+                 "bhattacharyya, hellinger (squared), wasserstein2 (squared), renyi (with "
+                 "--alpha); default kl (docs/divergences.md)")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            for (const char* name : gausskl::divergence_names) {
+              if (text == name) return std::string();
+            }
+            return "KIND must be one of kl, jeffreys, bhattacharyya, hellinger, wasserstein2, "
+                   "renyi, found " +
+                   text;
+          },
+          "KIND"));
+  CLI::Option* alpha =
+      kl->add_option("--alpha", args.alpha,
+                     "--divergence renyi only, and then required: its order A, finite, in "
+                     "(0, 1) or (1, inf)");
   kl->footer(
       "\nExamples:\n"
       "  gausskl kl --p P.npz --q Q.npz -o kl.npy\n"
@@ -154,6 +172,7 @@ int main(int argc, char** argv) {
       "  gausskl kl --p P.npz --q Q.npz --log-diagonal -o kl.npy   # packed_scale_tril, log "
       "L_rr on the diagonal\n"
       "  gausskl kl --p P.csv --keys mean=mu,std=sigma -o -   # columns mu_0, ..., sigma_0, ...\n"
+      "  gausskl kl --p P.npz --q Q.npz --divergence renyi --alpha 0.5 -o renyi.npy\n"
       "kl has no --tolerance: row-wise results are always exact.\n");
 
   CLI::App* pairwise = app.add_subcommand("pairwise",
@@ -217,6 +236,8 @@ int main(int argc, char** argv) {
     if (args.exclude_self && !args.q.empty()) {
       throw std::invalid_argument("[knn] --exclude-self needs q = p (leave out --q)");
     }
+    args.alpha_given = alpha->count() > 0;
+    if (kl->parsed()) gausskl::cli::check_divergence_args(args);
     if (kl->parsed()) gausskl::cli::run_kl(args);
     if (pairwise->parsed()) gausskl::cli::run_pairwise(args);
     if (knn->parsed()) gausskl::cli::run_knn(args);

@@ -21,7 +21,8 @@
 namespace gausskl {
 
 // The rules for Options (threads, jitter, tolerance and memory_budget within the ranges of
-// gausskl/limits.hpp), which every operation checks first; throws OptionError, tagged `op`.
+// gausskl/limits.hpp; alpha set, finite and not 1 in (0, inf) exactly for renyi), which every
+// operation checks first; throws OptionError, tagged `op`.
 GAUSSKL_API void check_options(const char* op, const Options& options);
 
 // Row-wise: out[i] = KL(p_i || q_i) for i < N. p and q have equal N, or one of them has N = 1
@@ -35,6 +36,19 @@ GAUSSKL_API void kl(const Gaussians<double>& p, const Gaussians<double>& q, std:
                     const Options& options = {});
 GAUSSKL_API void kl(const Gaussians<double>& p, const Gaussians<double>& q, std::span<float> out,
                     const Options& options = {});
+
+// Row-wise, any divergence: out[i] = D(p_i || q_i) for the kind options.divergence (with
+// options.alpha for renyi), broadcasting as kl does. Exact in double whatever the input type;
+// p_i = q_i gives exactly 0, and a symmetric kind the same value with p and q swapped. The other
+// operations (kl, pairwise_kl, knn_kl, ...) compute KL and reject any other options.divergence.
+GAUSSKL_API void divergence(const Gaussians<float>& p, const Gaussians<float>& q,
+                            std::span<float> out, const Options& options);
+GAUSSKL_API void divergence(const Gaussians<float>& p, const Gaussians<float>& q,
+                            std::span<double> out, const Options& options);
+GAUSSKL_API void divergence(const Gaussians<double>& p, const Gaussians<double>& q,
+                            std::span<double> out, const Options& options);
+GAUSSKL_API void divergence(const Gaussians<double>& p, const Gaussians<double>& q,
+                            std::span<float> out, const Options& options);
 
 // out[i] = KL(p_i || N(0, I)), the VAE prior term; out has p.n elements.
 GAUSSKL_API void kl_standard_normal(const Gaussians<float>& p, std::span<float> out,

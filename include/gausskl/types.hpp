@@ -224,6 +224,31 @@ class Gaussians {
   Variant v_;
 };
 
+// What gausskl::divergence computes between p = N(mu_1, Sigma_1) and q = N(mu_2, Sigma_2), in nats
+// (docs/divergences.md has the formulas and their sources):
+//   kl             KL(p || q)
+//   jeffreys       KL(p || q) + KL(q || p)
+//   bhattacharyya  1/8 d^T Sigma^-1 d + 1/2 ln(det Sigma / sqrt(det Sigma_1 det Sigma_2)),
+//                  Sigma = (Sigma_1 + Sigma_2) / 2, d = mu_1 - mu_2
+//   hellinger      the squared Hellinger distance 1 - exp(-bhattacharyya), in [0, 1]
+//   wasserstein2   the squared 2-Wasserstein distance
+//                  |d|^2 + tr(Sigma_1 + Sigma_2 - 2 (Sigma_2^1/2 Sigma_1 Sigma_2^1/2)^1/2)
+//   renyi          the Renyi divergence of order Options::alpha, D_alpha(p || q) (-> KL as
+//                  alpha -> 1)
+enum class Divergence { kl, jeffreys, bhattacharyya, hellinger, wasserstein2, renyi };
+
+// The names users write (the Python keyword `kind`, the CLI's --divergence), in the enum's order.
+inline constexpr std::array<const char*, 6> divergence_names = {
+    "kl", "jeffreys", "bhattacharyya", "hellinger", "wasserstein2", "renyi"};
+inline constexpr const char* divergence_name(Divergence d) {
+  return divergence_names[static_cast<std::size_t>(d)];
+}
+// True for the kinds with D(p || q) = D(q || p).
+inline constexpr bool is_symmetric(Divergence d) {
+  return d == Divergence::jeffreys || d == Divergence::bhattacharyya ||
+         d == Divergence::hellinger || d == Divergence::wasserstein2;
+}
+
 // Options shared by every operation.
 struct Options {
   // Worker threads; 0 means one per hardware thread. Results do not depend on it.
@@ -254,6 +279,14 @@ struct Options {
   // Called after the factorization with the number of p or q distributions ("p", "q") that
   // needed the jitter, when there were any.
   std::function<void(const char* side, std::int64_t count)> on_jitter = nullptr;
+  // What gausskl::divergence computes (the other operations compute KL and accept only the
+  // default, kl).
+  Divergence divergence = Divergence::kl;
+  // renyi only, and then required: the order, finite, in (0, 1) or (1, inf). For alpha > 1 the
+  // mixed covariance alpha Sigma_2 + (1 - alpha) Sigma_1 of every pair must be positive definite
+  // (where it is not, the divergence is infinite: an error naming the pair). Must stay 0 (unset)
+  // for every other kind.
+  double alpha = 0;
 };
 
 }  // namespace gausskl

@@ -111,6 +111,7 @@ too small a ``MemoryBudgetError``).
 """
 
 from gausskl._distributions import DiagGaussian, FullGaussian, Gaussian, LowRankGaussian
+from gausskl._divergence import divergence
 from gausskl._errors import (GaussKLError, InputError, MemoryBudgetError,
                              NotPositiveDefiniteError, OptionError, ResourceError)
 from gausskl._ext import version as _library_version
@@ -141,6 +142,7 @@ __all__ = [
     "NotPositiveDefiniteError",
     "OptionError",
     "ResourceError",
+    "divergence",
     "from_torch",
     "kl",
     "kl_standard_normal",

@@ -113,6 +113,17 @@ class MemoryBudgetError(ResourceError):
     budget: Optional[int]
     needs: Optional[str]
 
+def divergence(
+    p: GaussianLike,
+    q: GaussianLike,
+    kind: str = "kl",
+    alpha: Optional[float] = None,
+    *,
+    jitter: float = 0.0,
+    memory_budget: Optional[int] = 0,
+    threads: int = 0,
+    torch_path: Optional[bool] = None,
+) -> Array: ...
 def from_torch(dist: Any) -> Gaussian: ...
 def kl(
     p: GaussianLike,

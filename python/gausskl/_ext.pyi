@@ -61,6 +61,13 @@ def kl(p: object, q: object, threads: int, jitter: float, memory_budget: int, to
     out[...] = KL(p || q) over the broadcast batch; a Status int when not the library's.
     """
 
+DIVERGENCES: tuple = ...
+
+def divergence(p: object, q: object, kind: int, alpha: float, threads: int, jitter: float, memory_budget: int, torch_path: object | None, for_grad: bool = False) -> object:
+    """
+    out[...] = D(p || q) of the kind DIVERGENCES[kind] (alpha: renyi's order, else 0); a Status int when not the library's.
+    """
+
 def kl_standard_normal(p: object, threads: int, jitter: float, memory_budget: int, torch_path: object | None, for_grad: bool = False) -> object:
     """out[...] = KL(p || N(0, I)); a Status int when not the library's."""
 

@@ -82,6 +82,37 @@ nb::object kl_op(nb::handle p, nb::handle q, int threads, double jitter, std::in
   return with_jitter(std::move(out.object), jitter, jittered);
 }
 
+// Row-wise, any kind (the index into gausskl::divergence_names) and Renyi's alpha (0: unset).
+nb::object divergence_op(nb::handle p, nb::handle q, int kind, double alpha, int threads,
+                         double jitter, std::int64_t budget, nb::handle torch_path, bool for_grad) {
+  Call call;
+  if (const int status = read_call(p, q, torch_path, for_grad, call)) return nb::int_(status);
+  Shape shape;
+  if (!broadcast(call.p.batch, call.q.batch, shape)) {
+    batches_do_not_broadcast("divergence", call, threads);
+  }
+  Layout layout(shape);
+  add_side(layout, call.p);
+  add_side(layout, call.q);
+  Result out = make_result(call.api, call.dtype, shape.ndim, shape.dims.data());
+  const int o = layout.add_contiguous(out.data, 1, itemsize(call.dtype));
+  layout.merge();
+  const std::int64_t n = layout.inner();
+  const std::int64_t np = rows_of(call.p, &call.q, layout), nq = rows_of(call.q, &call.p, layout);
+  Jittered jittered;
+  Options options = options_of(threads, jitter, budget, 0, false, jittered);
+  options.divergence = static_cast<Divergence>(kind);
+  options.alpha = alpha;
+  with_type(call.dtype, [&](auto t) {
+    using T = decltype(t);
+    each_slice(layout, [&](std::int64_t s) {
+      divergence(view_of<T>(call.p, layout, s, np), view_of<T>(call.q, layout, s, nq),
+                 span_at<T>(layout, o, s, n), options);
+    });
+  });
+  return with_jitter(std::move(out.object), jitter, jittered);
+}
+
 nb::object kl_standard_normal_op(nb::handle p, int threads, double jitter, std::int64_t budget,
                                  nb::handle torch_path, bool for_grad) {
   Call call;
@@ -289,6 +320,14 @@ void bind_ops(nb::module_& m) {
   m.def("kl", &kl_op, arg("p"), arg("q"), arg("threads"), arg("jitter"), arg("memory_budget"),
         arg("torch_path").none(), arg("for_grad") = false,
         "out[...] = KL(p || q) over the broadcast batch; a Status int when not the library's.");
+  nb::list divergence_names;
+  for (const char* name : gausskl::divergence_names)
+    divergence_names.append(name);
+  m.attr("DIVERGENCES") = nb::tuple(divergence_names);
+  m.def("divergence", &divergence_op, arg("p"), arg("q"), arg("kind"), arg("alpha"), arg("threads"),
+        arg("jitter"), arg("memory_budget"), arg("torch_path").none(), arg("for_grad") = false,
+        "out[...] = D(p || q) of the kind DIVERGENCES[kind] (alpha: renyi's order, else 0); a "
+        "Status int when not the library's.");
   m.def("kl_standard_normal", &kl_standard_normal_op, arg("p"), arg("threads"), arg("jitter"),
         arg("memory_budget"), arg("torch_path").none(), arg("for_grad") = false,
         "out[...] = KL(p || N(0, I)); a Status int when not the library's.");

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/kinds.hpp"
 #include "core/plan.hpp"
 #include "core/validate.hpp"
 #include "cpu/backward.hpp"
@@ -82,6 +83,7 @@ void kl_backward_impl(const Gaussians<T>& p, const Gaussians<T>& q, std::span<co
                       const Gradients<T>& dp, const Gradients<T>& dq, const Options& options) {
   const char* op = "kl_backward";
   check_options(op, options);
+  detail::require_kl(op, options);
   // Full batches are validated on the workers the computation itself will use, so that small
   // calls (the blog's 5 x 3) start none.
   const int workers = detail::plan_rowwise(p, &q, std::max(p.n(), q.n()), options).workers;
@@ -107,6 +109,7 @@ void kl_standard_normal_backward_impl(const Gaussians<T>& p, std::span<const T> 
                                       const Gradients<T>& dp, const Options& options) {
   const char* op = "kl_standard_normal_backward";
   check_options(op, options);
+  detail::require_kl(op, options);
   const Gaussians<T>* const standard = nullptr;  // q = N(0, I)
   const int workers = detail::plan_rowwise(p, standard, p.n(), options).workers;
   detail::validate(op, "p", p, workers);
@@ -124,6 +127,7 @@ void pairwise_backward_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::s
                             const Options& options) {
   const char* op = "pairwise_kl_backward";
   check_options(op, options);
+  detail::require_kl(op, options);
   // Validated on the forward's workers (the gradients' own depend on the grad's values).
   const int workers = detail::plan_pairs(p, q, options).backend.workers;
   detail::validate(op, "p", p, workers);

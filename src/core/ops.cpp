@@ -12,10 +12,12 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/kinds.hpp"
 #include "core/plan.hpp"
 #include "core/validate.hpp"
 #include "cpu/all_pairs.hpp"
 #include "cpu/backend.hpp"
+#include "cpu/divergence/rowwise.hpp"
 #include "cpu/knn/loops.hpp"
 #include "util/block_buffer.hpp"
 #include "util/rules.hpp"
@@ -56,16 +58,24 @@ void run(const char* op, const Gaussians<T>& p, const Gaussians<T>* q, Call&& ca
         op, "out of memory for the workspace (D = " + show(p.d()) + ", N = " + show(p.n()) + ")");
   }
   if (!f.side) return;
+  if (std::string(f.side) == "pair") {  // only a Renyi divergence of order > 1 fails per pair
+    fail(op, "the renyi divergence is infinite at row " + show(f.where.index) +
+                 ": its mixed covariance alpha * q.cov + (1 - alpha) * p.cov is not a "
+                 "positive-definite matrix (pivot " +
+                 show(f.where.pivot) + " is " + show(f.where.value) +
+                 "); an order alpha > 1 needs q's covariance to dominate (alpha - 1) / alpha "
+                 "times p's");
+  }
   const Gaussians<T>& g = (f.side[0] == 'q' && q) ? *q : p;
   throw NotPositiveDefiniteError(op, f.side, full_param_name(g), f.where.index, f.where.pivot,
                                  show(f.where.value));
 }
 
 template <class T, class U>
-void kl_impl(const Gaussians<T>& p, const Gaussians<T>& q, std::span<U> out,
-             const Options& options) {
-  const char* op = "kl";
+void kl_impl(const Gaussians<T>& p, const Gaussians<T>& q, std::span<U> out, const Options& options,
+             const char* op = "kl") {
   check_options(op, options);
+  detail::require_kl(op, options);
   const cpu::RowwiseConfig plan = detail::plan_rowwise(p, &q, std::max(p.n(), q.n()), options);
   detail::validate(op, "p", p, plan.workers);
   detail::validate(op, "q", q, plan.workers);
@@ -78,10 +88,40 @@ void kl_impl(const Gaussians<T>& p, const Gaussians<T>& q, std::span<U> out,
   report_jitter(options, jitter);
 }
 
+// Any kind: KL by the KL kernels (kl_impl), every other kind by cpu/divergence/.
+template <class T, class U>
+void divergence_impl(const Gaussians<T>& p, const Gaussians<T>& q, std::span<U> out,
+                     const Options& options) {
+  const char* op = "divergence";
+  check_options(op, options);
+  if (options.divergence == Divergence::kl) {
+    kl_impl(p, q, out, options, op);
+    return;
+  }
+  const cpu::RowwiseConfig rows = detail::plan_rowwise(p, &q, std::max(p.n(), q.n()), options);
+  const cpu::DivergenceConfig plan{options.divergence, options.alpha, rows.workers};
+  detail::validate(op, "p", p, plan.workers);
+  detail::validate(op, "q", q, plan.workers);
+  detail::validate_same_d(op, p, q);
+  const std::int64_t n = detail::broadcast_rows(op, p, q);
+  check_size(op, "out", out.size(), n);
+  if (options.memory_budget > 0) {
+    const std::int64_t needed = cpu::divergence_rowwise_footprint(p, q, n, plan);
+    if (needed > options.memory_budget) {
+      throw MemoryBudgetError(op, options.memory_budget,
+                              "the row-wise work takes " + detail::show_bytes(needed));
+    }
+  }
+  cpu::Jitter jitter{options.jitter};
+  run(op, p, &q, [&] { return cpu::divergence_rowwise(p, q, n, out.data(), plan, jitter); });
+  report_jitter(options, jitter);
+}
+
 template <class T, class U>
 void kl_standard_normal_impl(const Gaussians<T>& p, std::span<U> out, const Options& options) {
   const char* op = "kl_standard_normal";
   check_options(op, options);
+  detail::require_kl(op, options);
   const Gaussians<T>* const standard = nullptr;  // q = N(0, I)
   const cpu::RowwiseConfig plan = detail::plan_rowwise(p, standard, p.n(), options);
   detail::validate(op, "p", p, plan.workers);
@@ -98,6 +138,7 @@ template <class T>
 detail::PairsPlan plan_and_validate(const char* op, const Gaussians<T>& p, const Gaussians<T>* q,
                                     const Options& options) {
   check_options(op, options);
+  detail::require_kl(op, options);
   detail::PairsPlan plan = detail::plan_pairs(p, q, options);
   detail::validate(op, "p", p, plan.backend.workers);
   if (q) {
@@ -250,6 +291,10 @@ void knn_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t k,
   void kl(const Gaussians<T>& p, const Gaussians<T>& q, std::span<U> out,                        \
           const Options& options) {                                                              \
     kl_impl(p, q, out, options);                                                                 \
+  }                                                                                              \
+  void divergence(const Gaussians<T>& p, const Gaussians<T>& q, std::span<U> out,                \
+                  const Options& options) {                                                      \
+    divergence_impl(p, q, out, options);                                                         \
   }                                                                                              \
   void kl_standard_normal(const Gaussians<T>& p, std::span<U> out, const Options& options) {     \
     kl_standard_normal_impl(p, out, options);                                                    \

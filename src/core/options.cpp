@@ -27,6 +27,27 @@ void check_options(const char* op, const Options& options) {
     throw OptionError(op, "memory_budget", "must be >= 0 (0 = default)",
                       show(options.memory_budget));
   }
+  const auto kind = static_cast<std::size_t>(options.divergence);
+  if (kind >= divergence_names.size()) {
+    throw OptionError(op, "divergence",
+                      "must be one of kl, jeffreys, bhattacharyya, hellinger, "
+                      "wasserstein2, renyi",
+                      "enum value " + show(kind));
+  }
+  if (options.divergence == Divergence::renyi) {
+    if (!(std::isfinite(options.alpha) && options.alpha > 0 && options.alpha != 1)) {
+      throw OptionError(op, "alpha",
+                        "(the order of the renyi divergence) must be finite and in (0, 1) or "
+                        "(1, inf)",
+                        options.alpha == 0 ? std::string("0 (unset)") : show(options.alpha));
+    }
+  } else if (options.alpha != 0) {
+    throw OptionError(op, "alpha",
+                      std::string("is the order of the renyi divergence and must stay 0 (unset) "
+                                  "for ") +
+                          divergence_name(options.divergence),
+                      show(options.alpha));
+  }
 }
 
 }  // namespace gausskl

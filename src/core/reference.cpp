@@ -193,7 +193,151 @@ Real kl_dense(const Dense& p, const Dense& q) {
   return (trace + quad - static_cast<Real>(d) + t.log_det() - s.log_det()) / 2;
 }
 
+// The orthogonal polar factor u of c [d*d] (c = u h, h symmetric positive semi-definite: the u
+// maximizing tr(u^T c)), by one-sided Jacobi rotations of c's columns until they are orthogonal,
+// c y = x s, then u = x y^T. c is overwritten.
+std::vector<Real> polar(std::vector<Real>& c, int64_t d) {
+  std::vector<Real> y(d * d, Real{0}), u(d * d, Real{0});
+  for (int64_t i = 0; i < d; ++i)
+    y[i * d + i] = 1;
+  for (int sweep = 0; sweep < 100; ++sweep) {
+    bool rotated = false;
+    for (int64_t p = 0; p < d; ++p)
+      for (int64_t q = p + 1; q < d; ++q) {
+        Real a = 0, b = 0, g = 0;
+        for (int64_t k = 0; k < d; ++k) {
+          a += c[k * d + p] * c[k * d + p];
+          b += c[k * d + q] * c[k * d + q];
+          g += c[k * d + p] * c[k * d + q];
+        }
+        if (!(std::abs(g) > 0x1p-64L * std::sqrt(a) * std::sqrt(b))) continue;
+        rotated = true;
+        const Real zeta = (b - a) / (2 * g);
+        const Real t = (zeta >= 0 ? 1 : -1) / (std::abs(zeta) + std::sqrt(1 + zeta * zeta));
+        const Real cs = 1 / std::sqrt(1 + t * t), sn = t * cs;
+        for (int64_t k = 0; k < d; ++k) {
+          const Real x = c[k * d + p], z = c[k * d + q];
+          c[k * d + p] = cs * x - sn * z;
+          c[k * d + q] = sn * x + cs * z;
+          const Real yp = y[k * d + p], yq = y[k * d + q];
+          y[k * d + p] = cs * yp - sn * yq;
+          y[k * d + q] = sn * yp + cs * yq;
+        }
+      }
+    if (!rotated) break;
+  }
+  for (int64_t k = 0; k < d; ++k) {
+    Real s = 0;
+    for (int64_t i = 0; i < d; ++i)
+      s += c[i * d + k] * c[i * d + k];
+    s = std::sqrt(s);
+    for (int64_t i = 0; i < d; ++i)
+      c[i * d + k] = s > 0 ? c[i * d + k] / s : 0;
+  }
+  for (int64_t i = 0; i < d; ++i)
+    for (int64_t j = 0; j < d; ++j)
+      for (int64_t k = 0; k < d; ++k)
+        u[i * d + j] += c[i * d + k] * y[j * d + k];
+  return u;
+}
+
+// The quadratic form |L^-1 delta|^2 and log det of a Sigma_1 + b Sigma_2; NaN when that is not
+// positive definite.
+struct Mixed {
+  Real quad, log_det;
+};
+Mixed mixed(const Dense& p, const Dense& q, Real a, Real b) {
+  const int64_t d = p.cov.d;
+  Matrix m(d);
+  for (int64_t r = 0; r < d; ++r)
+    for (int64_t c = 0; c < d; ++c)
+      m(r, c) = a * p.cov(r, c) + b * q.cov(r, c);
+  const Cholesky chol(m);
+  for (int64_t k = 0; k < d; ++k) {  // positive definite: every pivot > 0 (else sqrt gave NaN)
+    if (!(chol.l(k, k) > 0)) return {NAN, NAN};
+  }
+  std::vector<Real> x(d);
+  for (int64_t h = 0; h < d; ++h)
+    x[h] = p.mean[h] - q.mean[h];
+  chol.solve(x);
+  Real quad = 0;
+  for (const Real v : x)
+    quad += v * v;
+  return {quad, chol.log_det()};
+}
+
+bool is_diagonal(const Matrix& m) {
+  for (int64_t r = 0; r < m.d; ++r)
+    for (int64_t c = 0; c < m.d; ++c)
+      if (r != c && m(r, c) != 0) return false;
+  return true;
+}
+
+Real divergence_dense(Divergence kind, Real alpha, const Dense& p, const Dense& q) {
+  const int64_t d = p.cov.d;
+  switch (kind) {
+    case Divergence::kl:
+      return kl_dense(p, q);
+    case Divergence::jeffreys:
+      return kl_dense(p, q) + kl_dense(q, p);
+    case Divergence::bhattacharyya:
+    case Divergence::hellinger: {
+      const Mixed m = mixed(p, q, Real{0.5}, Real{0.5});
+      const Real b = m.quad / 8 +
+                     (m.log_det - (Cholesky(p.cov).log_det() + Cholesky(q.cov).log_det()) / 2) / 2;
+      return kind == Divergence::hellinger ? -std::expm1(-b) : b;
+    }
+    case Divergence::renyi: {
+      const Mixed m = mixed(p, q, 1 - alpha, alpha);
+      const Real log_ratio =
+          m.log_det - (1 - alpha) * Cholesky(p.cov).log_det() - alpha * Cholesky(q.cov).log_det();
+      return alpha / 2 * m.quad - log_ratio / (2 * (alpha - 1));
+    }
+    case Divergence::wasserstein2: {
+      if (is_diagonal(p.cov) && is_diagonal(q.cov)) {  // sum of delta^2 + (s1 - s2)^2
+        Real sum = 0;
+        for (int64_t h = 0; h < d; ++h) {
+          const Real delta = p.mean[h] - q.mean[h];
+          const Real ds = std::sqrt(p.cov(h, h)) - std::sqrt(q.cov(h, h));
+          sum += delta * delta + ds * ds;
+        }
+        return sum;
+      }
+      // tr(S_1 + S_2 - 2 (S_2^1/2 S_1 S_2^1/2)^1/2) = min over orthogonal U of |L_1 - L_2 U|_F^2
+      // (the trace form cancels to nothing on near-duplicates even in long double), U the
+      // polar factor of L_2^T L_1.
+      const Cholesky l1(p.cov), l2(q.cov);
+      std::vector<Real> c(d * d, Real{0});
+      for (int64_t i = 0; i < d; ++i)
+        for (int64_t j = 0; j < d; ++j)
+          for (int64_t k = 0; k < d; ++k)
+            c[i * d + j] += l2.l(k, i) * l1.l(k, j);
+      const std::vector<Real> u = polar(c, d);
+      Real sum = 0;
+      for (int64_t h = 0; h < d; ++h) {
+        const Real delta = p.mean[h] - q.mean[h];
+        sum += delta * delta;
+      }
+      for (int64_t i = 0; i < d; ++i)
+        for (int64_t j = 0; j < d; ++j) {
+          Real e = l1.l(i, j);
+          for (int64_t k = 0; k < d; ++k)
+            e -= l2.l(i, k) * u[k * d + j];
+          sum += e * e;
+        }
+      return sum;
+    }
+  }
+  return NAN;
+}
+
 }  // namespace
+
+template <class T>
+long double divergence(Divergence kind, long double alpha, const Gaussians<T>& p, std::int64_t i,
+                       const Gaussians<T>& q, std::int64_t j) {
+  return divergence_dense(kind, alpha, densify(p, i), densify(q, j));
+}
 
 template <class T>
 long double kl(const Gaussians<T>& p, std::int64_t i, const Gaussians<T>& q, std::int64_t j) {
@@ -213,6 +357,10 @@ template long double kl(const Gaussians<float>&, std::int64_t, const Gaussians<f
                         std::int64_t);
 template long double kl(const Gaussians<double>&, std::int64_t, const Gaussians<double>&,
                         std::int64_t);
+template long double divergence(Divergence, long double, const Gaussians<float>&, std::int64_t,
+                                const Gaussians<float>&, std::int64_t);
+template long double divergence(Divergence, long double, const Gaussians<double>&, std::int64_t,
+                                const Gaussians<double>&, std::int64_t);
 template long double kl_standard_normal(const Gaussians<float>&, std::int64_t);
 template long double kl_standard_normal(const Gaussians<double>&, std::int64_t);
 

@@ -17,6 +17,17 @@ namespace gausskl::reference {
 template <class T>
 long double kl(const Gaussians<T>& p, std::int64_t i, const Gaussians<T>& q, std::int64_t j);
 
+// D(p_i || q_j) in nats for any kind (alpha: renyi's order), by the textbook formulas of
+// docs/divergences.md: the mixed covariance (Sigma_1 + Sigma_2) / 2 or alpha Sigma_2 +
+// (1 - alpha) Sigma_1 factored, log-determinants subtracted; wasserstein2 as
+// |d|^2 + min over orthogonal U of |L_1 - L_2 U|_F^2 (U the polar factor of L_2^T L_1, by
+// one-sided Jacobi; the trace form tr(S_1 + S_2 - 2 (...)^1/2) cancels to nothing on
+// near-duplicates even in long double), per dimension for two diagonal covariances. NaN for a renyi
+// pair whose mixed covariance is not positive definite.
+template <class T>
+long double divergence(Divergence kind, long double alpha, const Gaussians<T>& p, std::int64_t i,
+                       const Gaussians<T>& q, std::int64_t j);
+
 // KL(p_i || N(0, I)) in nats.
 template <class T>
 long double kl_standard_normal(const Gaussians<T>& p, std::int64_t i);

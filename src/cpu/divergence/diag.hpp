@@ -1,0 +1,23 @@
+// Row-wise divergences between two diagonal batches, per dimension in closed form
+// (docs/divergences.md): no logarithm of a ratio taken as a difference of logarithms where the
+// ratio is near 1, no difference of standard deviations taken from rounded ones where the
+// parameterization gives it exactly.
+#pragma once
+
+#include <cstdint>
+
+#include "cpu/divergence/config.hpp"
+#include "gausskl/types.hpp"
+
+namespace gausskl::cpu {
+
+// out[i - lo] = D(p_i || q_i) for rows lo <= i < hi (a side with one row broadcasting), in
+// double. Renyi with alpha > 1 and a dimension whose mixed variance alpha v_q + (1 - alpha) v_p
+// is not positive: returns the first such row (and sets *dim, *value to the dimension and the
+// mixed variance); otherwise -1. Never throws, never allocates.
+template <class T>
+std::int64_t divergence_diag_rows(const DiagGaussians<T>& p, const DiagGaussians<T>& q,
+                                  const DivergenceConfig& config, std::int64_t lo, std::int64_t hi,
+                                  double* out, std::int64_t* dim, double* value) noexcept;
+
+}  // namespace gausskl::cpu

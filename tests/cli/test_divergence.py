@@ -1,0 +1,123 @@
+"""gausskl kl --divergence KIND [--alpha A]: every kind on every family pair against a NumPy
+reference of the textbook formulas (docs/divergences.md), and the option's errors."""
+
+import numpy as np
+import pytest
+
+import reference_np as ref
+from cli_helpers import FAMILIES, Target, assert_close, gaussians, save
+
+
+def _reference(kind, p, q, alpha=None):
+    p, q = ref._batched(p), ref._batched(q)
+    mp, mq = p["mean"], q["mean"]
+    S1, S2 = ref._covariance(p), ref._covariance(q)
+    n = max(len(mp), len(mq))
+    mp, mq = np.broadcast_to(mp, (n,) + mp.shape[1:]), np.broadcast_to(mq, (n,) + mq.shape[1:])
+    S1, S2 = np.broadcast_to(S1, (n,) + S1.shape[1:]), np.broadcast_to(S2, (n,) + S2.shape[1:])
+    delta = mp - mq
+    logdet = lambda S: np.linalg.slogdet(S)[1]  # noqa: E731
+    quad = lambda S: np.einsum("ni,ni->n", delta, np.linalg.solve(S, delta[..., None])[..., 0])  # noqa: E731,E501
+
+    def kl(A, B):
+        d = A.shape[-1]
+        return 0.5 * (np.trace(np.linalg.solve(B, A), axis1=1, axis2=2) + quad(B) - d
+                      + logdet(B) - logdet(A))
+
+    if kind == "kl":
+        return kl(S1, S2)
+    if kind == "jeffreys":
+        return kl(S1, S2) + kl(S2, S1)
+    if kind in ("bhattacharyya", "hellinger"):
+        S = (S1 + S2) / 2
+        b = quad(S) / 8 + 0.5 * (logdet(S) - 0.5 * (logdet(S1) + logdet(S2)))
+        return b if kind == "bhattacharyya" else -np.expm1(-b)
+    if kind == "renyi":
+        S = alpha * S2 + (1 - alpha) * S1
+        return alpha / 2 * quad(S) - (logdet(S) - (1 - alpha) * logdet(S1)
+                                      - alpha * logdet(S2)) / (2 * (alpha - 1))
+    assert kind == "wasserstein2"
+    out = []
+    for i in range(n):
+        w, V = np.linalg.eigh(S2[i])
+        root = (V * np.sqrt(w)) @ V.T
+        mid = np.linalg.eigvalsh(root @ S1[i] @ root)
+        out.append(delta[i] @ delta[i] + np.trace(S1[i]) + np.trace(S2[i])
+                   - 2 * np.sqrt(np.clip(mid, 0, None)).sum())
+    return np.array(out)
+
+
+KINDS = [("jeffreys", None), ("bhattacharyya", None), ("hellinger", None),
+         ("wasserstein2", None), ("renyi", 0.5), ("kl", None)]
+
+
+def run(gausskl, tmp_path, p, q, kind, alpha=None):
+    out = tmp_path / "out.npy"
+    args = ["kl", "--p", *save(tmp_path, "p", p)]
+    if q is not None:
+        args += ["--q", *save(tmp_path, "q", q)]
+    args += ["--divergence", kind]
+    if alpha is not None:
+        args += ["--alpha", str(alpha)]
+    gausskl.ok(*args, "-o", out)
+    return np.load(out)
+
+
+@pytest.mark.parametrize("kind,alpha", KINDS)
+@pytest.mark.parametrize("q_kind", FAMILIES)
+@pytest.mark.parametrize("p_kind", FAMILIES)
+def test_family_pairs(gausskl, tmp_path, rng, p_kind, q_kind, kind, alpha):
+    p = gaussians(rng, p_kind, 4, 3)
+    q = gaussians(rng, q_kind, 4, 3)
+    got = run(gausskl, tmp_path, p, q, kind, alpha)
+    assert_close(got, _reference(kind, p, q, alpha), np.float64)
+
+
+@pytest.mark.parametrize("kind,alpha", KINDS)
+def test_without_q_is_standard_normal(gausskl, tmp_path, rng, kind, alpha):
+    p = gaussians(rng, "var", 3, 4)
+    got = run(gausskl, tmp_path, p, None, kind, alpha)
+    assert_close(got, _reference(kind, p, ref.standard_normal(4), alpha), np.float64)
+
+
+@pytest.mark.parametrize("kind,alpha", KINDS)
+def test_identical_gives_zero(gausskl, tmp_path, rng, kind, alpha):
+    p = gaussians(rng, "scale_tril", 3, 4)
+    p["mean"] += 1e3
+    np.testing.assert_array_equal(run(gausskl, tmp_path, p, p, kind, alpha), np.zeros(3))
+
+
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        (["--divergence", "jeff"], "--divergence: KIND must be one of kl, jeffreys, "
+         "bhattacharyya, hellinger, wasserstein2, renyi, found jeff"),
+        (["--divergence", "renyi"], "[kl] --divergence renyi needs --alpha A"),
+        (["--divergence", "renyi", "--alpha", "1"], "[kl] --alpha (the order of the renyi "
+         "divergence) must be finite and in (0, 1) or (1, inf), found 1"),
+        (["--divergence", "renyi", "--alpha", "-2"], "found -2"),
+        (["--divergence", "hellinger", "--alpha", "0.5"],
+         "[kl] --alpha is the order of the renyi divergence; --divergence hellinger takes none"),
+        (["--alpha", "0.5"], "--divergence kl takes none"),
+    ],
+)
+def test_errors(gausskl, tmp_path, rng, extra, message):
+    p = gaussians(rng, "std", 2, 2)
+    target = Target(tmp_path / "out", "out.npy")
+    r = gausskl("kl", "--p", *save(tmp_path, "p", p), "--q", *save(tmp_path, "q", p),
+                *extra, "-o", target.path)
+    assert r.returncode == 2, r.stderr
+    assert message in r.stderr, r.stderr
+    assert target.snapshot() == target.before
+
+
+def test_renyi_not_positive_definite_names_the_row(gausskl, tmp_path):
+    p = {"mean": np.zeros((2, 2)), "std": np.array([[1.0, 1.0], [1.0, 3.0]])}
+    q = {"mean": np.zeros((2, 2)), "std": np.ones((2, 2))}
+    target = Target(tmp_path / "out", "out.npy")
+    r = gausskl("kl", "--p", *save(tmp_path, "p", p), "--q", *save(tmp_path, "q", q),
+                "--divergence", "renyi", "--alpha", "2", "-o", target.path)
+    assert r.returncode == 2, r.stderr
+    assert "[kl] the renyi divergence is infinite at row 1" in r.stderr, r.stderr
+    assert "pivot 1" in r.stderr and "--jitter" not in r.stderr, r.stderr
+    assert target.snapshot() == target.before
