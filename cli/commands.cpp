@@ -123,15 +123,18 @@ Divergence divergence_of(const Args& args) {
   return Divergence::kl;  // not reached: the parser checked the name
 }
 
-void check_divergence_args(const Args& args) {
+void check_divergence_args(const Args& args, const std::string& command) {
+  const std::string tag = "[" + command + "] ";
   const Divergence kind = divergence_of(args);
   if (kind == Divergence::renyi && !args.alpha_given) {
     throw std::invalid_argument(
-        "[kl] --divergence renyi needs --alpha A, the order of the divergence (finite, in "
+        tag +
+        "--divergence renyi needs --alpha A, the order of the divergence (finite, in "
         "(0, 1) or (1, inf))");
   }
   if (kind != Divergence::renyi && args.alpha_given) {
-    throw std::invalid_argument("[kl] --alpha is the order of the renyi divergence; --divergence " +
+    throw std::invalid_argument(tag +
+                                "--alpha is the order of the renyi divergence; --divergence " +
                                 args.divergence + " takes none");
   }
   if (kind == Divergence::renyi) {
@@ -139,9 +142,9 @@ void check_divergence_args(const Args& args) {
     o.divergence = kind;
     o.alpha = args.alpha;
     try {
-      check_options("kl", o);
+      check_options(command.c_str(), o);
     } catch (const OptionError& e) {
-      throw std::invalid_argument("[kl] --alpha " + e.rule() + ", found " +
+      throw std::invalid_argument(tag + "--alpha " + e.rule() + ", found " +
                                   detail::show(args.alpha));
     }
   }
@@ -186,20 +189,23 @@ void run_pairwise(const Args& args) {
   io::MemoryAllowance allowance = allowance_of(args);
   const Inputs in = load(args, allowance);
   Output out(args.output, {Format::npy, Format::csv});
-  dispatch(
-      args, in, allowance, [&]<class T, class U>(const Gaussians<T>& p, const Gaussians<T>* q) {
-        const std::int64_t n = p.n(), m = q ? q->n() : n;
-        // Row blocks go to the file as they are done: the matrix is never held whole.
-        std::optional<MatrixWriter<U>> writer;
-        Progress progress("pairwise", show_progress(args));
-        const RowSink<U> sink([&](std::int64_t, std::int64_t rows, std::span<const U> block) {
-          if (!writer) writer.emplace(out, n, m);
-          writer->append(rows, block.data());
-        });
-        call_library("pairwise_kl", budget_use(args, allowance, allowance.taken()),
-                     [&] { pairwise_kl_rows(p, q, sink, options(args, allowance, &progress)); });
-        if (!writer) writer.emplace(out, n, m);  // N = 0: the header alone
-      });
+  dispatch(args, in, allowance,
+           [&]<class T, class U>(const Gaussians<T>& p, const Gaussians<T>* q) {
+             const std::int64_t n = p.n(), m = q ? q->n() : n;
+             // Row blocks go to the file as they are done: the matrix is never held whole.
+             std::optional<MatrixWriter<U>> writer;
+             Progress progress("pairwise", show_progress(args));
+             const RowSink<U> sink([&](std::int64_t, std::int64_t rows, std::span<const U> block) {
+               if (!writer) writer.emplace(out, n, m);
+               writer->append(rows, block.data());
+             });
+             // KL keeps the tag it always had; the other kinds are the command's.
+             const bool is_kl = divergence_of(args) == Divergence::kl;
+             call_library(is_kl ? "pairwise_kl" : "pairwise",
+                          budget_use(args, allowance, allowance.taken()),
+                          [&] { pairwise_rows(p, q, sink, options(args, allowance, &progress)); });
+             if (!writer) writer.emplace(out, n, m);  // N = 0: the header alone
+           });
   out.commit();
 }
 
@@ -218,15 +224,17 @@ void run_knn(const Args& args) {
              std::vector<std::int64_t> indices(static_cast<std::size_t>(n * k));
              std::vector<U> values(indices.size());
              Progress progress("knn", show_progress(args));
-             call_library("knn_kl", budget_use(args, allowance, inputs), [&] {
-               const Options o = options(args, allowance, &progress);
-               if (q) {
-                 knn_kl(p, *q, args.k, indices, std::span<U>(values), o);
-               } else {
-                 knn_kl(p, args.k, indices, std::span<U>(values), o);
-               }
-             });
-             write_knn(out, n, k, indices.data(), values.data());
+             const Divergence kind = divergence_of(args);
+             call_library(kind == Divergence::kl ? "knn_kl" : "knn",
+                          budget_use(args, allowance, inputs), [&] {
+                            const Options o = options(args, allowance, &progress);
+                            if (q) {
+                              knn(p, *q, args.k, indices, std::span<U>(values), o);
+                            } else {
+                              knn(p, args.k, indices, std::span<U>(values), o);
+                            }
+                          });
+             write_knn(out, n, k, indices.data(), values.data(), divergence_name(kind));
            });
   out.commit();
 }

@@ -22,8 +22,8 @@ struct Args {
   bool exclude_self = false;
   bool log_diagonal = false;         // packed_scale_tril diagonals are log L_rr
   std::string keys, p_keys, q_keys;  // --keys (both sides), --p-keys, --q-keys: Keys::parse text
-  std::string divergence = "kl";     // kl only: --divergence KIND
-  double alpha = 0;                  // kl only: --alpha A (renyi's order)
+  std::string divergence = "kl";     // --divergence KIND
+  double alpha = 0;                  // --alpha A (renyi's order)
   bool alpha_given = false;
 };
 
@@ -31,7 +31,7 @@ struct Args {
 Divergence divergence_of(const Args& args);
 // --divergence and --alpha together: renyi needs --alpha, the others take none; throws
 // std::invalid_argument "[kl] ...".
-void check_divergence_args(const Args& args);
+void check_divergence_args(const Args& args, const std::string& command);
 
 void run_kl(const Args& args);
 void run_pairwise(const Args& args);

@@ -147,24 +147,29 @@ int main(int argc, char** argv) {
                          "row-wise: out[i] = KL(p_i || q_i); N = 1 on either side broadcasts; "
                          "without --q, q = N(0, I)");
   add_common(kl, args, "output: .npy or .csv, or - for CSV on stdout");
-  kl->add_option("--divergence", args.divergence,
-                 "what to compute instead of KL: jeffreys (KL both ways, summed), "
-                 "bhattacharyya, hellinger (squared), wasserstein2 (squared), renyi (with "
-                 "--alpha); default kl (docs/divergences.md)")
-      ->check(CLI::Validator(
-          [](std::string& text) {
-            for (const char* name : gausskl::divergence_names) {
-              if (text == name) return std::string();
-            }
-            return "KIND must be one of kl, jeffreys, bhattacharyya, hellinger, wasserstein2, "
-                   "renyi, found " +
-                   text;
-          },
-          "KIND"));
-  CLI::Option* alpha =
-      kl->add_option("--alpha", args.alpha,
-                     "--divergence renyi only, and then required: its order A, finite, in "
-                     "(0, 1) or (1, inf)");
+  // --divergence KIND and --alpha A, on each command; returns the --alpha option.
+  const auto add_divergence = [&args](CLI::App* command, const std::string& what) {
+    command
+        ->add_option("--divergence", args.divergence,
+                     "what to compute instead of KL: jeffreys (KL both ways, summed), "
+                     "bhattacharyya, hellinger (squared), wasserstein2 (squared), renyi (with "
+                     "--alpha); default kl (docs/divergences.md)" +
+                         what)
+        ->check(CLI::Validator(
+            [](std::string& text) {
+              for (const char* name : gausskl::divergence_names) {
+                if (text == name) return std::string();
+              }
+              return "KIND must be one of kl, jeffreys, bhattacharyya, hellinger, wasserstein2, "
+                     "renyi, found " +
+                     text;
+            },
+            "KIND"));
+    return command->add_option("--alpha", args.alpha,
+                               "--divergence renyi only, and then required: its order A, finite, "
+                               "in (0, 1) or (1, inf)");
+  };
+  CLI::Option* const kl_alpha = add_divergence(kl, "");
   kl->footer(
       "\nExamples:\n"
       "  gausskl kl --p P.npz --q Q.npz -o kl.npy\n"
@@ -175,38 +180,47 @@ int main(int argc, char** argv) {
       "  gausskl kl --p P.npz --q Q.npz --divergence renyi --alpha 0.5 -o renyi.npy\n"
       "kl has no --tolerance: row-wise results are always exact.\n");
 
-  CLI::App* pairwise = app.add_subcommand("pairwise",
-                                          "all pairs: out[i, j] = KL(p_i || q_j), shape [N, M]; "
-                                          "without --q, q = p (zero diagonal)");
+  CLI::App* pairwise = app.add_subcommand(
+      "pairwise",
+      "all pairs: out[i, j] = KL(p_i || q_j) (or --divergence KIND), shape [N, M]; "
+      "without --q, q = p (zero diagonal)");
   add_common(pairwise, args, "output: .npy or .csv, or - for CSV on stdout");
   add_tolerance(pairwise, args,
                 "Larger values (from about 1e-5) let float32 diagonal inputs use a faster "
                 "float kernel");
+  CLI::Option* const pairwise_alpha = add_divergence(
+      pairwise, "; the other kinds are computed exactly, per pair (--tolerance is for kl)");
   pairwise->footer(
       "\nExamples:\n"
       "  gausskl pairwise --p P.npz -o kl.npy\n"
       "  gausskl pairwise --p P.npz --q Q.npz --dtype float64 -o kl.csv\n"
       "  gausskl pairwise --p P.npz --tolerance 1e-5 -o kl.npy   # float32: faster, error <= "
-      "1e-5 (|KL| + 1)\n");
+      "1e-5 (|KL| + 1)\n"
+      "  gausskl pairwise --p P.npz --divergence wasserstein2 -o w2.npy\n");
 
-  CLI::App* knn = app.add_subcommand(
-      "knn",
-      "nearest neighbours: the K smallest KL(p_i || q_j) per i, ascending (ties: lower "
-      "j); without --q, q = p");
+  CLI::App* knn = app.add_subcommand("knn",
+                                     "nearest neighbours: the K smallest KL(p_i || q_j) (or "
+                                     "--divergence KIND) per i, ascending (ties: lower "
+                                     "j); without --q, q = p");
   add_common(knn, args,
-             "output: .npz (arrays `indices` int64 [N, K] and `kl` [N, K]) or .csv (lines "
-             "p,rank,q,kl), or - for CSV on stdout");
+             "output: .npz (arrays `indices` int64 [N, K] and `kl` [N, K], or KIND "
+             "with --divergence KIND) or .csv (lines p,rank,q,kl or KIND), or - for CSV on stdout");
   knn->add_option("-k", args.k, "neighbours per row, 1 <= K <= M")->required();
   add_tolerance(knn, args,
                 "knn: the error of the screening pass; the candidates are then re-scored "
                 "exactly, so the output does not depend on it, only the speed (from about "
                 "1e-5, float32 diagonal inputs may use a faster float kernel)");
+  CLI::Option* const knn_alpha =
+      add_divergence(knn,
+                     "; the other kinds are computed exactly, and the .npz array of values "
+                     "and the CSV column are then named after the kind (e.g. `jeffreys`)");
   knn->add_flag("--exclude-self", args.exclude_self,
                 "without --q: leave out each distribution itself (then K <= N - 1)");
   knn->footer(
       "\nExamples:\n"
       "  gausskl knn --p P.npz -k 10 --exclude-self -o nn.npz\n"
-      "  gausskl knn --p queries.npz --q database.npz -k 5 -o -\n");
+      "  gausskl knn --p queries.npz --q database.npz -k 5 -o -\n"
+      "  gausskl knn --p P.npz -k 5 --divergence renyi --alpha 0.5 -o nn.npz   # array `renyi`\n");
 
   try {
     app.parse(argc, argv);
@@ -236,8 +250,10 @@ int main(int argc, char** argv) {
     if (args.exclude_self && !args.q.empty()) {
       throw std::invalid_argument("[knn] --exclude-self needs q = p (leave out --q)");
     }
-    args.alpha_given = alpha->count() > 0;
-    if (kl->parsed()) gausskl::cli::check_divergence_args(args);
+    args.alpha_given = kl_alpha->count() + pairwise_alpha->count() + knn_alpha->count() > 0;
+    if (kl->parsed()) gausskl::cli::check_divergence_args(args, "kl");
+    if (pairwise->parsed()) gausskl::cli::check_divergence_args(args, "pairwise");
+    if (knn->parsed()) gausskl::cli::check_divergence_args(args, "knn");
     if (kl->parsed()) gausskl::cli::run_kl(args);
     if (pairwise->parsed()) gausskl::cli::run_pairwise(args);
     if (knn->parsed()) gausskl::cli::run_knn(args);

@@ -102,17 +102,17 @@ void MatrixWriter<U>::append(std::int64_t rows, const U* data) {
 
 template <class U>
 void write_knn(Output& out, std::int64_t rows, std::int64_t k, const std::int64_t* indices,
-               const U* values) {
+               const U* values, const char* name) {
   if (out.format() == Format::npz) {
     const std::vector<io::NpzEntry> entries = {
         {"indices", io::DType::int64, {rows, k}, indices},
-        {"kl", dtype_of<U>(), {rows, k}, values},
+        {name, dtype_of<U>(), {rows, k}, values},
     };
     naming_the_file(out, [&] { io::write_npz(out.file(), entries); });
     return;
   }
   std::FILE* f = out.file();
-  check_write(out, f, std::fputs("p,rank,q,kl\n", f));
+  check_write(out, f, std::fprintf(f, "p,rank,q,%s\n", name));
   char value[64];
   for (std::int64_t i = 0; i < rows; ++i) {
     for (std::int64_t r = 0; r < k; ++r) {
@@ -129,8 +129,8 @@ void write_knn(Output& out, std::int64_t rows, std::int64_t k, const std::int64_
 template class MatrixWriter<float>;
 template class MatrixWriter<double>;
 template void write_knn<float>(Output&, std::int64_t, std::int64_t, const std::int64_t*,
-                               const float*);
+                               const float*, const char*);
 template void write_knn<double>(Output&, std::int64_t, std::int64_t, const std::int64_t*,
-                                const double*);
+                                const double*, const char*);
 
 }  // namespace gausskl::cli

@@ -46,9 +46,10 @@ class MatrixWriter {
   std::int64_t cols_;
 };
 
-// knn results: .npz with `indices` and `kl` [N, K], or CSV lines "p,rank,q,kl".
+// knn results: .npz with `indices` and `name` (the kind: kl, jeffreys, ...) [N, K], or CSV lines
+// "p,rank,q,NAME".
 template <class U>
 void write_knn(Output& out, std::int64_t rows, std::int64_t k, const std::int64_t* indices,
-               const U* values);
+               const U* values, const char* name);
 
 }  // namespace gausskl::cli

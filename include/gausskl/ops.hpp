@@ -39,8 +39,9 @@ GAUSSKL_API void kl(const Gaussians<double>& p, const Gaussians<double>& q, std:
 
 // Row-wise, any divergence: out[i] = D(p_i || q_i) for the kind options.divergence (with
 // options.alpha for renyi), broadcasting as kl does. Exact in double whatever the input type;
-// p_i = q_i gives exactly 0, and a symmetric kind the same value with p and q swapped. The other
-// operations (kl, pairwise_kl, knn_kl, ...) compute KL and reject any other options.divergence.
+// p_i = q_i gives exactly 0, and a symmetric kind the same value with p and q swapped. All pairs
+// and nearest neighbours of any kind: pairwise, pairwise_rows, knn (below). The KL operations
+// (kl, pairwise_kl, knn_kl, ...) compute KL and reject any other options.divergence.
 GAUSSKL_API void divergence(const Gaussians<float>& p, const Gaussians<float>& q,
                             std::span<float> out, const Options& options);
 GAUSSKL_API void divergence(const Gaussians<float>& p, const Gaussians<float>& q,
@@ -135,5 +136,62 @@ GAUSSKL_API void knn_kl(const Gaussians<double>& p, std::int64_t k, std::span<st
                         std::span<double> values, const Options& options = {});
 GAUSSKL_API void knn_kl(const Gaussians<double>& p, std::int64_t k, std::span<std::int64_t> indices,
                         std::span<float> values, const Options& options = {});
+
+// ---- All pairs and nearest neighbours of any divergence ----
+//
+// pairwise, pairwise_rows and knn are pairwise_kl, pairwise_kl_rows and knn_kl for the kind
+// options.divergence (with options.alpha for renyi); with kl they are exactly those (tagged
+// "[pairwise]", "[knn]"). Same contract: out[i * M + j] = D(p_i || q_j), row-major [N, M],
+// computed in blocks of rows within options.memory_budget, progress after each block, no
+// [N, M, D] intermediate; without q, q = p and the diagonal is exactly 0. Every kind but kl is
+// computed exactly, per pair, in double (options.tolerance does not apply): two diagonal sides by
+// the row-wise closed forms, other families with each distribution factored once and only the
+// pair's mixed covariance per pair (docs/divergences.md). With q = p, a symmetric kind (all but
+// renyi and kl) computes each pair of a block once and mirrors it: the matrix is bit-symmetric.
+// A Renyi pair of order > 1 whose mixed covariance is not positive definite is an error naming
+// p's and q's rows; rows of out before that pair's block may then have been written.
+GAUSSKL_API void pairwise(const Gaussians<float>& p, const Gaussians<float>& q,
+                          std::span<float> out, const Options& options);
+GAUSSKL_API void pairwise(const Gaussians<float>& p, const Gaussians<float>& q,
+                          std::span<double> out, const Options& options);
+GAUSSKL_API void pairwise(const Gaussians<double>& p, const Gaussians<double>& q,
+                          std::span<double> out, const Options& options);
+GAUSSKL_API void pairwise(const Gaussians<double>& p, const Gaussians<double>& q,
+                          std::span<float> out, const Options& options);
+GAUSSKL_API void pairwise(const Gaussians<float>& p, std::span<float> out, const Options& options);
+GAUSSKL_API void pairwise(const Gaussians<float>& p, std::span<double> out, const Options& options);
+GAUSSKL_API void pairwise(const Gaussians<double>& p, std::span<double> out,
+                          const Options& options);
+GAUSSKL_API void pairwise(const Gaussians<double>& p, std::span<float> out, const Options& options);
+// Streamed as pairwise_kl_rows; q == nullptr means q = p.
+GAUSSKL_API void pairwise_rows(const Gaussians<float>& p, const Gaussians<float>* q,
+                               const RowSink<float>& sink, const Options& options);
+GAUSSKL_API void pairwise_rows(const Gaussians<float>& p, const Gaussians<float>* q,
+                               const RowSink<double>& sink, const Options& options);
+GAUSSKL_API void pairwise_rows(const Gaussians<double>& p, const Gaussians<double>* q,
+                               const RowSink<double>& sink, const Options& options);
+GAUSSKL_API void pairwise_rows(const Gaussians<double>& p, const Gaussians<double>* q,
+                               const RowSink<float>& sink, const Options& options);
+// The k smallest D(p_i || q_j) per row, ascending, ties to the lower j; exclude_self as knn_kl.
+GAUSSKL_API void knn(const Gaussians<float>& p, const Gaussians<float>& q, std::int64_t k,
+                     std::span<std::int64_t> indices, std::span<float> values,
+                     const Options& options);
+GAUSSKL_API void knn(const Gaussians<float>& p, const Gaussians<float>& q, std::int64_t k,
+                     std::span<std::int64_t> indices, std::span<double> values,
+                     const Options& options);
+GAUSSKL_API void knn(const Gaussians<double>& p, const Gaussians<double>& q, std::int64_t k,
+                     std::span<std::int64_t> indices, std::span<double> values,
+                     const Options& options);
+GAUSSKL_API void knn(const Gaussians<double>& p, const Gaussians<double>& q, std::int64_t k,
+                     std::span<std::int64_t> indices, std::span<float> values,
+                     const Options& options);
+GAUSSKL_API void knn(const Gaussians<float>& p, std::int64_t k, std::span<std::int64_t> indices,
+                     std::span<float> values, const Options& options);
+GAUSSKL_API void knn(const Gaussians<float>& p, std::int64_t k, std::span<std::int64_t> indices,
+                     std::span<double> values, const Options& options);
+GAUSSKL_API void knn(const Gaussians<double>& p, std::int64_t k, std::span<std::int64_t> indices,
+                     std::span<double> values, const Options& options);
+GAUSSKL_API void knn(const Gaussians<double>& p, std::int64_t k, std::span<std::int64_t> indices,
+                     std::span<float> values, const Options& options);
 
 }  // namespace gausskl

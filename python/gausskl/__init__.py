@@ -111,7 +111,7 @@ too small a ``MemoryBudgetError``).
 """
 
 from gausskl._distributions import DiagGaussian, FullGaussian, Gaussian, LowRankGaussian
-from gausskl._divergence import divergence
+from gausskl._divergence import divergence, knn, pairwise
 from gausskl._errors import (GaussKLError, InputError, MemoryBudgetError,
                              NotPositiveDefiniteError, OptionError, ResourceError)
 from gausskl._ext import version as _library_version
@@ -146,6 +146,8 @@ __all__ = [
     "from_torch",
     "kl",
     "kl_standard_normal",
+    "knn",
     "knn_kl",
+    "pairwise",
     "pairwise_kl",
 ]

@@ -142,6 +142,32 @@ def kl_standard_normal(
     threads: int = 0,
     torch_path: Optional[bool] = None,
 ) -> Array: ...
+def pairwise(
+    p: GaussianLike,
+    q: Optional[GaussianLike] = None,
+    kind: str = "kl",
+    alpha: Optional[float] = None,
+    *,
+    jitter: float = 0.0,
+    tolerance: Optional[float] = 0.0,
+    memory_budget: Optional[int] = 0,
+    threads: int = 0,
+    torch_path: Optional[bool] = None,
+) -> Array: ...
+def knn(
+    p: GaussianLike,
+    q: Optional[GaussianLike] = None,
+    *,
+    k: int,
+    kind: str = "kl",
+    alpha: Optional[float] = None,
+    exclude_self: bool = False,
+    jitter: float = 0.0,
+    tolerance: Optional[float] = 0.0,
+    memory_budget: Optional[int] = 0,
+    threads: int = 0,
+    torch_path: Optional[bool] = None,
+) -> Tuple[Array, Array]: ...
 def pairwise_kl(
     p: GaussianLike,
     q: Optional[GaussianLike] = None,

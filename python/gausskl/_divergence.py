@@ -14,28 +14,29 @@ import math
 from gausskl import _arrays, _ext, _options
 from gausskl._distributions import DiagGaussian
 from gausskl._jitter import with_hint
-from gausskl._ops import _GAUSSIANS, NEEDS_GRAD, TORCH_PATH, _as_gaussian, _Request, kl
+from gausskl._ops import (_GAUSSIANS, NEEDS_GRAD, TORCH_PATH, _as_gaussian, _Request, kl, knn_kl,
+                          pairwise_kl)
 
 KINDS = tuple(_ext.DIVERGENCES)
 
 
-def _check_kind(kind, alpha) -> float:
+def _check_kind(kind, alpha, op="divergence") -> float:
     """Renyi's order as the library takes it (0 for the other kinds), or the error."""
     if kind.__class__ is not str or kind not in KINDS:
-        raise ValueError(f"[divergence] kind must be one of {', '.join(KINDS)}, found {kind!r}")
+        raise ValueError(f"[{op}] kind must be one of {', '.join(KINDS)}, found {kind!r}")
     if kind != "renyi":
         if alpha is not None:
-            raise ValueError(f"[divergence] alpha is the order of the renyi divergence; "
+            raise ValueError(f"[{op}] alpha is the order of the renyi divergence; "
                              f"kind={kind!r} takes none, found alpha={alpha!r}")
         return 0.0
     rule = "(the order of the renyi divergence) must be finite and in (0, 1) or (1, inf)"
     if alpha is None:
-        raise ValueError(f"[divergence] kind='renyi' needs alpha {rule}")
+        raise ValueError(f"[{op}] kind='renyi' needs alpha {rule}")
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)):
-        raise TypeError(f"[divergence] alpha {rule}, found {type(alpha).__name__}")
+        raise TypeError(f"[{op}] alpha {rule}, found {type(alpha).__name__}")
     a = float(alpha)
     if not (math.isfinite(a) and a > 0 and a != 1):
-        raise ValueError(f"[divergence] alpha {rule}, found {alpha!r}")
+        raise ValueError(f"[{op}] alpha {rule}, found {alpha!r}")
     return a
 
 
@@ -181,3 +182,116 @@ def divergence(p, q, kind: str = "kl", alpha: float | None = None, *, jitter: fl
     except ValueError as e:
         raise with_hint(e) from None
     return request.run(got)
+
+
+class _PairsRequest(_Request):
+    """pairwise and knn of a kind other than kl: the library's exact values; no gradients and no
+    torch path yet."""
+
+    def __init__(self, op, kind, alpha, p, q, **kwargs):
+        super().__init__(op, p, q, self_pairs=q is None, **kwargs)
+        self.kind, self.alpha = kind, alpha
+
+    def _library(self, for_grad):
+        q = None if self.q is None else self.q._spec
+        if self.op == "pairwise":
+            return _ext.pairwise(self.p._spec, q, KINDS.index(self.kind), self.alpha,
+                                 self.threads, self.jitter.eps, self.budget, self.torch_path,
+                                 for_grad)
+        return _ext.knn(self.p._spec, q, self.k, self.exclude_self, KINDS.index(self.kind),
+                        self.alpha, self.threads, self.jitter.eps, self.budget, self.torch_path,
+                        for_grad)
+
+    def run(self, got=None):
+        if got is None:
+            got = self.library()
+        converted = False
+        while got.__class__ is int:
+            if got in (NEEDS_GRAD, TORCH_PATH):
+                what = ("gradients" if got == NEEDS_GRAD
+                        else "arrays on a device the library does not run on")
+                raise NotImplementedError(
+                    f"[{self.op}] kind={self.kind!r}: {what} are not implemented yet for all "
+                    f"pairs (so far: the library's values on the CPU); detach the inputs, or "
+                    f"use gk.{self.op}_kl")
+            if converted:
+                raise RuntimeError(f"[{self.op}] internal error: inputs not readable after "
+                                   "conversion")
+            self.convert()
+            converted = True
+            got = self.library()
+        return self.finish(self.values(got))
+
+
+def _pairs_inputs(op, p, q):
+    if p.__class__ not in _GAUSSIANS:
+        p = _as_gaussian(op, "p", p)
+    if q is not None and q.__class__ not in _GAUSSIANS:
+        q = _as_gaussian(op, "q", q)
+    return p, q
+
+
+def pairwise(p, q=None, kind: str = "kl", alpha: float | None = None, *, jitter: float = 0.0,
+             tolerance: float | None = 0.0, memory_budget: int | None = 0, threads: int = 0,
+             torch_path: bool | None = None):
+    """All pairs of any divergence: ``out[i, j] = D(p_i || q_j)`` in nats; without ``q``,
+    ``q = p`` and the diagonal is exactly 0.
+
+    ``kind="kl"`` is exactly ``gk.pairwise_kl`` (gradients, torch path, ``tolerance``). The other
+    kinds (those of ``gk.divergence``, ``alpha`` for renyi) are computed exactly by the library,
+    per pair, in double (``tolerance`` does not apply): NumPy and torch CPU arrays, any families,
+    batch shapes as ``gk.pairwise_kl`` (the result is ``p.batch_shape + q.batch_shape``). With
+    ``q = p`` a symmetric kind gives a bit-symmetric matrix. Gradients and arrays on other devices
+    are not implemented yet for those kinds (NotImplementedError).
+
+    Examples
+    --------
+    >>> import numpy as np, gausskl as gk
+    >>> p = gk.DiagGaussian(np.array([[0.0], [1.0]]), std=np.array([[1.0], [2.0]]))
+    >>> gk.pairwise(p, kind="wasserstein2")  # (0 - 1)^2 + (1 - 2)^2 off the diagonal
+    array([[0., 2.],
+           [2., 0.]])
+    """
+    a = _check_kind(kind, alpha, "pairwise")
+    if kind == "kl":
+        return pairwise_kl(p, q, jitter=jitter, tolerance=tolerance, memory_budget=memory_budget,
+                           threads=threads, torch_path=torch_path)
+    p, q = _pairs_inputs("pairwise", p, q)
+    jitter, memory_budget, threads = _options.common("pairwise", jitter, memory_budget, threads)
+    request = _PairsRequest("pairwise", kind, a, p, q, threads=threads, jitter=jitter,
+                            budget=memory_budget, torch_path=torch_path)
+    return request.run()
+
+
+def knn(p, q=None, *, k: int, kind: str = "kl", alpha: float | None = None,
+        exclude_self: bool = False, jitter: float = 0.0, tolerance: float | None = 0.0,
+        memory_budget: int | None = 0, threads: int = 0, torch_path: bool | None = None):
+    """Nearest neighbours by any divergence: for each ``p_i``, the ``k`` smallest
+    ``D(p_i || q_j)``, ascending, ties to the lower ``j``; returns ``(indices, values)``.
+
+    ``kind="kl"`` is exactly ``gk.knn_kl``. The other kinds are the library's exact values, as
+    ``gk.pairwise`` computes them (the same bits), selected row by row without keeping the
+    ``[N, M]`` matrix; ``exclude_self`` (without q) leaves out ``j == i``. No gradients yet for
+    those kinds (NotImplementedError).
+
+    Examples
+    --------
+    >>> import numpy as np, gausskl as gk
+    >>> p = gk.DiagGaussian(np.array([[0.0], [1.0], [5.0]]), std=np.ones((3, 1)))
+    >>> gk.knn(p, k=1, kind="hellinger", exclude_self=True)[0]
+    array([[1],
+           [0],
+           [1]], dtype=int64)
+    """
+    a = _check_kind(kind, alpha, "knn")
+    if kind == "kl":
+        return knn_kl(p, q, k=k, exclude_self=exclude_self, jitter=jitter, tolerance=tolerance,
+                      memory_budget=memory_budget, threads=threads, torch_path=torch_path)
+    p, q = _pairs_inputs("knn", p, q)
+    jitter, memory_budget, threads = _options.common("knn", jitter, memory_budget, threads)
+    if k.__class__ is bool or not isinstance(k, int):
+        raise TypeError(f"[knn] k must be an int, found {type(k).__name__}")
+    request = _PairsRequest("knn", kind, a, p, q, threads=threads, jitter=jitter,
+                            budget=memory_budget, torch_path=torch_path, k=k,
+                            exclude_self=bool(exclude_self))
+    return request.run()

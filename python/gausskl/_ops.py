@@ -121,7 +121,7 @@ class _Request:
                             f"gausskl.dask.{self.op} (lazy, chunk by chunk), or compute them first")
         k = _arrays.common_kind(a for g in gs for a in g._spec[1:])
         gs = [g._replace([_arrays.converted(a, k) for a in g._spec[1:]]) for g in gs]
-        if self.op in ("pairwise_kl", "knn_kl"):
+        if self.op in ("pairwise_kl", "knn_kl", "pairwise", "knn"):
             i = len(gs) - 1
             gs[i] = _contiguous(gs[i])
         self.p, self.q = gs[0], (gs[1] if len(gs) > 1 else None)

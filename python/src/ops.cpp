@@ -249,6 +249,94 @@ nb::object knn_kl_op(nb::handle p, nb::handle q, std::int64_t k, bool exclude_se
   return with_jitter(result, jitter, jittered);
 }
 
+// All pairs of any kind (as divergence_op); kl is pairwise_kl.
+nb::object pairwise_op(nb::handle p, nb::handle q, int kind, double alpha, int threads,
+                       double jitter, std::int64_t budget, nb::handle torch_path, bool for_grad) {
+  Call call;
+  if (const int status = read_call(p, q, torch_path, for_grad, call)) return nb::int_(status);
+  AllPairs plan;
+  if (!plan_all_pairs(call, plan)) return nb::int_(static_cast<int>(kConvert));
+  const Shape& qb = plan.q->batch;
+  if (call.p.batch.ndim + qb.ndim > kMaxDims) throw std::invalid_argument("too many batch axes");
+  const Shape shape = result_shape(call.p.batch, qb.dims.data(), qb.ndim);
+  Result out = make_result(call.api, call.dtype, shape.ndim, shape.dims.data());
+  Layout& layout = plan.p_layout;
+  const int o = layout.add_contiguous(out.data, plan.m, itemsize(call.dtype));
+  layout.merge();
+  const std::int64_t n = layout.inner(), m = plan.m;
+  Jittered jittered;
+  Options options = options_of(threads, jitter, budget, 0, false, jittered);
+  options.divergence = static_cast<Divergence>(kind);
+  options.alpha = alpha;
+  with_type(call.dtype, [&](auto t) {
+    using T = decltype(t);
+    const Gaussians<T> qv = view_of<T>(*plan.q, plan.q_layout, 0, m);
+    each_slice(layout, [&](std::int64_t s) {
+      const std::span<T> dst = span_at<T>(layout, o, s, n * m);
+      if (call.has_q) {
+        pairwise(view_of<T>(call.p, layout, s, n), qv, dst, options);
+      } else {
+        pairwise(qv, dst, options);
+      }
+    });
+  });
+  return with_jitter(std::move(out.object), jitter, jittered);
+}
+
+// Nearest neighbours by any kind (as divergence_op); kl is knn_kl.
+nb::object knn_op(nb::handle p, nb::handle q, std::int64_t k, bool exclude_self, int kind,
+                  double alpha, int threads, double jitter, std::int64_t budget,
+                  nb::handle torch_path, bool for_grad) {
+  Call call;
+  if (const int status = read_call(p, q, torch_path, for_grad, call)) return nb::int_(status);
+  AllPairs plan;
+  if (!plan_all_pairs(call, plan)) return nb::int_(static_cast<int>(kConvert));
+  Jittered jittered;
+  Options options = options_of(threads, jitter, budget, 0, exclude_self, jittered);
+  options.divergence = static_cast<Divergence>(kind);
+  options.alpha = alpha;
+  const std::int64_t m = plan.m, max_k = exclude_self ? m - 1 : m;
+  if (k < 1 || k > max_k || (call.has_q && exclude_self)) {
+    // The library's rule and message: called with no outputs, it refuses k (or exclude_self).
+    Layout& layout = plan.p_layout;
+    layout.merge();
+    with_type(call.dtype, [&](auto t) {
+      using T = decltype(t);
+      const Gaussians<T> qv = view_of<T>(*plan.q, plan.q_layout, 0, m);
+      const Gaussians<T> pv = call.has_q ? view_of<T>(call.p, layout, 0, layout.inner()) : qv;
+      if (call.has_q) {
+        knn(pv, qv, k, {}, std::span<T>(), options);
+      } else {
+        knn(pv, k, {}, std::span<T>(), options);
+      }
+    });
+    throw std::invalid_argument("[knn] k = " + std::to_string(k) + " is out of range");
+  }
+  const Shape shape = result_shape(call.p.batch, &k, 1);
+  Result indices = make_index_result(call.api, shape.ndim, shape.dims.data());
+  Result values = make_result(call.api, call.dtype, shape.ndim, shape.dims.data());
+  Layout& layout = plan.p_layout;
+  const int oi = layout.add_contiguous(indices.data, k, 8);
+  const int ov = layout.add_contiguous(values.data, k, itemsize(call.dtype));
+  layout.merge();
+  const std::int64_t n = layout.inner();
+  with_type(call.dtype, [&](auto t) {
+    using T = decltype(t);
+    const Gaussians<T> qv = view_of<T>(*plan.q, plan.q_layout, 0, m);
+    each_slice(layout, [&](std::int64_t s) {
+      const auto idx = span_at<std::int64_t>(layout, oi, s, n * k);
+      const auto val = span_at<T>(layout, ov, s, n * k);
+      if (call.has_q) {
+        knn(view_of<T>(call.p, layout, s, n), qv, k, idx, val, options);
+      } else {
+        knn(qv, k, idx, val, options);
+      }
+    });
+  });
+  nb::object result = nb::make_tuple(std::move(indices.object), std::move(values.object));
+  return with_jitter(result, jitter, jittered);
+}
+
 // The data addresses of a spec's arrays as the library would read them (tests: nothing copied).
 nb::list addresses(nb::handle spec) {
   Side side;
@@ -334,6 +422,16 @@ void bind_ops(nb::module_& m) {
   m.def("pairwise_kl", &pairwise_kl_op, arg("p"), arg("q").none(), arg("threads"), arg("jitter"),
         arg("tolerance"), arg("memory_budget"), arg("torch_path").none(), arg("for_grad") = false,
         "out[i..., j...] = KL(p_i || q_j); q None: q = p. A Status int when not the library's.");
+  m.def("pairwise", &pairwise_op, arg("p"), arg("q").none(), arg("kind"), arg("alpha"),
+        arg("threads"), arg("jitter"), arg("memory_budget"), arg("torch_path").none(),
+        arg("for_grad") = false,
+        "out[i..., j...] = D(p_i || q_j) of the kind DIVERGENCES[kind]; q None: q = p. A Status "
+        "int when not the library's.");
+  m.def("knn", &knn_op, arg("p"), arg("q").none(), arg("k"), arg("exclude_self"), arg("kind"),
+        arg("alpha"), arg("threads"), arg("jitter"), arg("memory_budget"), arg("torch_path").none(),
+        arg("for_grad") = false,
+        "(indices, values) of the k smallest D(p_i || q_j) per i; a Status int when not the "
+        "library's.");
   m.def("knn_kl", &knn_kl_op, arg("p"), arg("q").none(), arg("k"), arg("exclude_self"),
         arg("threads"), arg("jitter"), arg("tolerance"), arg("memory_budget"),
         arg("torch_path").none(), arg("for_grad") = false,

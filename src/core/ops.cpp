@@ -17,8 +17,11 @@
 #include "core/validate.hpp"
 #include "cpu/all_pairs.hpp"
 #include "cpu/backend.hpp"
+#include "cpu/common/saturating.hpp"
+#include "cpu/divergence/pairs.hpp"
 #include "cpu/divergence/rowwise.hpp"
 #include "cpu/knn/loops.hpp"
+#include "gausskl/limits.hpp"
 #include "util/block_buffer.hpp"
 #include "util/rules.hpp"
 
@@ -59,7 +62,10 @@ void run(const char* op, const Gaussians<T>& p, const Gaussians<T>* q, Call&& ca
   }
   if (!f.side) return;
   if (std::string(f.side) == "pair") {  // only a Renyi divergence of order > 1 fails per pair
-    fail(op, "the renyi divergence is infinite at row " + show(f.where.index) +
+    const std::string where = f.column >= 0
+                                  ? "p row " + show(f.where.index) + " and q row " + show(f.column)
+                                  : "row " + show(f.where.index);
+    fail(op, "the renyi divergence is infinite at " + where +
                  ": its mixed covariance alpha * q.cov + (1 - alpha) * p.cov is not a "
                  "positive-definite matrix (pivot " +
                  show(f.where.pivot) + " is " + show(f.where.value) +
@@ -131,6 +137,22 @@ void kl_standard_normal_impl(const Gaussians<T>& p, std::span<U> out, const Opti
   run(op, p, standard,
       [&] { return cpu::kl_rowwise<T, U>(p, nullptr, p.n(), out.data(), plan, jitter); });
   report_jitter(options, jitter);
+}
+
+// knn's k (1 <= k <= M, M - 1 with exclude_self, which needs q = p) and its outputs' sizes.
+void check_knn_outputs(const char* op, std::int64_t n, bool has_q, std::int64_t m, std::int64_t k,
+                       std::size_t indices, std::size_t values, const Options& options) {
+  using detail::rules::Rule;
+  if (has_q && options.exclude_self) fail(op, detail::rules::text(Rule::exclude_self, {}));
+  const std::int64_t max_k = options.exclude_self ? m - 1 : m;
+  if (k < 1 || k > max_k) {
+    fail(op, detail::rules::text(Rule::k_range, {{"k", show(k)},
+                                                 {"bound", options.exclude_self ? "M - 1" : "M"},
+                                                 {"max", show(max_k)}}));
+  }
+  const std::int64_t size = detail::checked_mul(op, n, k, "N * k");
+  check_size(op, "indices", indices, size);
+  check_size(op, "values", values, size);
 }
 
 // Checks the options, plans and validates an all-pairs call; returns the plan.
@@ -223,8 +245,7 @@ void stream_pairwise(const char* op, const Gaussians<T>& p, const Gaussians<T>* 
 
 template <class T, class U>
 void pairwise_rows_impl(const Gaussians<T>& p, const Gaussians<T>* q, const RowSink<U>& sink,
-                        const Options& options) {
-  const char* op = "pairwise_kl";
+                        const Options& options, const char* op = "pairwise_kl") {
   const detail::PairsPlan plan = plan_and_validate(op, p, q, options);
   detail::checked_mul(op, p.n(), q ? q->n() : p.n(), "N * M");
   stream_pairwise<T, U>(op, p, q, plan, &sink, nullptr, options);
@@ -232,8 +253,7 @@ void pairwise_rows_impl(const Gaussians<T>& p, const Gaussians<T>* q, const RowS
 
 template <class T, class U>
 void pairwise_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::span<U> out,
-                   const Options& options) {
-  const char* op = "pairwise_kl";
+                   const Options& options, const char* op = "pairwise_kl") {
   const detail::PairsPlan plan = plan_and_validate(op, p, q, options);
   check_size(op, "out", out.size(), detail::checked_mul(op, p.n(), q ? q->n() : p.n(), "N * M"));
   stream_pairwise<T, U>(op, p, q, plan, nullptr, out.data(), options);
@@ -241,22 +261,12 @@ void pairwise_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::span<U> ou
 
 template <class T, class U>
 void knn_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t k,
-              std::span<std::int64_t> indices, std::span<U> values, const Options& options) {
-  const char* op = "knn_kl";
+              std::span<std::int64_t> indices, std::span<U> values, const Options& options,
+              const char* op = "knn_kl") {
   detail::PairsPlan plan = plan_and_validate(op, p, q, options);
   const std::int64_t m = q ? q->n() : p.n();
-  using detail::rules::Rule;
-  if (q && options.exclude_self) fail(op, detail::rules::text(Rule::exclude_self, {}));
-  const std::int64_t max_k = options.exclude_self ? m - 1 : m;
-  if (k < 1 || k > max_k) {
-    fail(op, detail::rules::text(Rule::k_range, {{"k", show(k)},
-                                                 {"bound", options.exclude_self ? "M - 1" : "M"},
-                                                 {"max", show(max_k)}}));
-  }
+  check_knn_outputs(op, p.n(), q != nullptr, m, k, indices.size(), values.size(), options);
   const std::int64_t n = p.n();
-  const std::int64_t size = detail::checked_mul(op, n, k, "N * k");
-  check_size(op, "indices", indices.size(), size);
-  check_size(op, "values", values.size(), size);
   const int workers = plan.backend.workers;
   // A row of the block and its best k.
   const std::int64_t row_bytes = detail::checked_mul(op, m + k, 8, "(M + k) * 8");
@@ -278,6 +288,159 @@ void knn_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t k,
       cpu::knn_block(pairs, lo, hi, block.get(), pairs.tolerance(), k, options.exclude_self,
                      indices.data() + lo * k, best.get(), workers);
       return cpu::Failure{};
+    });
+    std::transform(best.get(), best.get() + (hi - lo) * k, values.begin() + lo * k,
+                   [](double x) { return static_cast<U>(x); });
+    if (options.progress) options.progress(hi, n);
+  }
+}
+
+// ---- all pairs of any divergence: KL by the KL paths above, the others by cpu/divergence/ ----
+
+// Plans (the workers: the row-wise rule over the N * M pairs) and validates; q == nullptr: q = p.
+template <class T>
+cpu::DivergenceConfig plan_divergence_pairs(const char* op, const Gaussians<T>& p,
+                                            const Gaussians<T>* q, const Options& options) {
+  const Gaussians<T>& qq = q ? *q : p;
+  const cpu::RowwiseConfig rows =
+      detail::plan_rowwise(p, &qq, cpu::sat_mul(p.n(), qq.n()), options);
+  const cpu::DivergenceConfig config{options.divergence, options.alpha, rows.workers};
+  detail::validate(op, "p", p, config.workers);
+  if (q) {
+    detail::validate(op, "q", *q, config.workers);
+    detail::validate_same_d(op, p, *q);
+  }
+  return config;
+}
+
+// Rows per block of results of row_bytes each (plus knn's selection with `knn`), as size_blocks
+// does for KL: what the prepared distributions and work buffers leave of the budget.
+template <class T>
+std::int64_t divergence_block_rows(const char* op, const Gaussians<T>& p, const Gaussians<T>* q,
+                                   const cpu::DivergenceConfig& config, const Options& options,
+                                   std::int64_t row_bytes, bool knn) {
+  const std::int64_t n = std::max<std::int64_t>(p.n(), 1);
+  row_bytes = std::max<std::int64_t>(row_bytes, 1);
+  if (options.memory_budget == 0) {
+    return std::clamp<std::int64_t>(limits::default_block_bytes / row_bytes, 1, n);
+  }
+  const cpu::PairsBytes bytes = cpu::DivergencePairs<T>::footprint(p, q, config);
+  std::int64_t work = bytes.work;
+  if (knn) work = cpu::sat_add(work, cpu::knn_block_bytes(q ? q->n() : p.n(), 0, config.workers));
+  const std::int64_t fixed = cpu::sat_add(bytes.kept, work);
+  const std::int64_t left = options.memory_budget - std::min(fixed, options.memory_budget);
+  if (left < row_bytes) {
+    throw MemoryBudgetError(op, options.memory_budget,
+                            "the prepared distributions and work buffers take " +
+                                detail::show_bytes(fixed) + ", and each row of results " +
+                                detail::show_bytes(row_bytes) + " more");
+  }
+  return std::min(left / row_bytes, n);
+}
+
+template <class T>
+cpu::DivergencePairs<T> prepare_divergence_pairs(const char* op, const Gaussians<T>& p,
+                                                 const Gaussians<T>* q,
+                                                 const cpu::DivergenceConfig& config,
+                                                 const Options& options) {
+  std::optional<cpu::DivergencePairs<T>> pairs;
+  cpu::Jitter jitter{options.jitter};
+  run(op, p, q, [&] { return cpu::DivergencePairs<T>::prepare(p, q, config, jitter, pairs); });
+  report_jitter(options, jitter);
+  return std::move(*pairs);
+}
+
+// All pairs of options.divergence, into out or (out == nullptr) handed to sink block by block.
+template <class T, class U>
+void pairwise_any(const Gaussians<T>& p, const Gaussians<T>* q, const RowSink<U>* sink,
+                  const std::span<U>* out_span, const Options& options) {
+  const char* op = "pairwise";
+  check_options(op, options);
+  if (options.divergence == Divergence::kl) {
+    if (out_span) {
+      pairwise_impl(p, q, *out_span, options, op);
+    } else {
+      pairwise_rows_impl(p, q, *sink, options, op);
+    }
+    return;
+  }
+  const cpu::DivergenceConfig config = plan_divergence_pairs(op, p, q, options);
+  const std::int64_t n = p.n(), m = q ? q->n() : n;
+  const std::int64_t total = detail::checked_mul(op, n, m, "N * M");
+  if (out_span) check_size(op, "out", out_span->size(), total);
+  U* const out = out_span ? out_span->data() : nullptr;
+  constexpr bool in_place = std::is_same_v<U, double>;
+  const bool to_out = out_span != nullptr;
+  const bool doubles = !(in_place && to_out);   // a block of doubles (else written in place)
+  const bool converted = !in_place && !to_out;  // and its conversion for the sink
+  // Per row: the block of doubles (or, written in place, a nominal row of them that still sizes
+  // the blocks, i.e. the progress reports) and the conversion for a sink in float.
+  const std::int64_t row_bytes = detail::checked_mul(
+      op, m, static_cast<std::int64_t>(8 + (converted ? sizeof(U) : 0)), "M * 8");
+  const std::int64_t rows = divergence_block_rows(op, p, q, config, options, row_bytes, false);
+  const cpu::DivergencePairs<T> pairs = prepare_divergence_pairs(op, p, q, config, options);
+  detail::BlockBuffer<double> block;
+  detail::BlockBuffer<U> conversion;
+  try {
+    if (doubles) block = detail::BlockBuffer<double>(rows * m);
+    if (converted) conversion = detail::BlockBuffer<U>(rows * m);
+  } catch (const std::bad_alloc&) {
+    detail::fail_out_of_memory(op, "out of memory for a block of " + show(rows) + " x " + show(m) +
+                                       " results; lower options.memory_budget");
+  }
+  for (std::int64_t lo = 0; lo < n; lo += rows) {
+    const std::int64_t hi = std::min(n, lo + rows), size = (hi - lo) * m;
+    double* target = block.get();
+    if constexpr (in_place) {
+      if (to_out) target = out + lo * m;
+    }
+    run(op, p, q, [&] { return pairs.block(lo, hi, target); });
+    if (to_out) {
+      if (doubles)
+        std::transform(target, target + size, out + lo * m, [](double x) { return U(x); });
+    } else if constexpr (in_place) {
+      (*sink)(lo, hi - lo, std::span<const double>(target, static_cast<std::size_t>(size)));
+    } else {
+      std::transform(target, target + size, conversion.get(), [](double x) { return U(x); });
+      (*sink)(lo, hi - lo, std::span<const U>(conversion.get(), static_cast<std::size_t>(size)));
+    }
+    if (options.progress) options.progress(hi, n);
+  }
+}
+
+// Nearest neighbours by options.divergence.
+template <class T, class U>
+void knn_any(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t k,
+             std::span<std::int64_t> indices, std::span<U> values, const Options& options) {
+  const char* op = "knn";
+  check_options(op, options);
+  if (options.divergence == Divergence::kl) {
+    knn_impl(p, q, k, indices, values, options, op);
+    return;
+  }
+  const cpu::DivergenceConfig config = plan_divergence_pairs(op, p, q, options);
+  const std::int64_t n = p.n(), m = q ? q->n() : n;
+  check_knn_outputs(op, n, q != nullptr, m, k, indices.size(), values.size(), options);
+  const std::int64_t row_bytes = detail::checked_mul(op, m + k, 8, "(M + k) * 8");
+  const std::int64_t rows = divergence_block_rows(op, p, q, config, options, row_bytes, true);
+  const cpu::DivergencePairs<T> pairs = prepare_divergence_pairs(op, p, q, config, options);
+  detail::BlockBuffer<double> block, best;
+  try {
+    block = detail::BlockBuffer<double>(rows * m);
+    best = detail::BlockBuffer<double>(rows * k);
+  } catch (const std::bad_alloc&) {
+    detail::fail_out_of_memory(op, "out of memory for a block of " + show(rows) + " x " + show(m) +
+                                       " results; lower options.memory_budget");
+  }
+  for (std::int64_t lo = 0; lo < n; lo += rows) {
+    const std::int64_t hi = std::min(n, lo + rows);
+    run(op, p, q, [&] {
+      const cpu::Failure f = pairs.block(lo, hi, block.get());
+      if (!f.side) {
+        cpu::knn_block_exact(m, lo, hi, block.get(), k, options.exclude_self,
+                             indices.data() + lo * k, best.get(), config.workers);
+      }
+      return f;
     });
     std::transform(best.get(), best.get() + (hi - lo) * k, values.begin() + lo * k,
                    [](double x) { return static_cast<U>(x); });
@@ -324,6 +487,25 @@ void knn_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t k,
   void knn_kl(const Gaussians<T>& p, std::int64_t k, std::span<std::int64_t> indices,            \
               std::span<U> values, const Options& options) {                                     \
     knn_impl<T, U>(p, nullptr, k, indices, values, options);                                     \
+  }                                                                                              \
+  void pairwise(const Gaussians<T>& p, const Gaussians<T>& q, std::span<U> out,                  \
+                const Options& options) {                                                        \
+    pairwise_any<T, U>(p, &q, nullptr, &out, options);                                           \
+  }                                                                                              \
+  void pairwise(const Gaussians<T>& p, std::span<U> out, const Options& options) {               \
+    pairwise_any<T, U>(p, nullptr, nullptr, &out, options);                                      \
+  }                                                                                              \
+  void pairwise_rows(const Gaussians<T>& p, const Gaussians<T>* q, const RowSink<U>& sink,       \
+                     const Options& options) {                                                   \
+    pairwise_any<T, U>(p, q, &sink, nullptr, options);                                           \
+  }                                                                                              \
+  void knn(const Gaussians<T>& p, const Gaussians<T>& q, std::int64_t k,                         \
+           std::span<std::int64_t> indices, std::span<U> values, const Options& options) {       \
+    knn_any<T, U>(p, &q, k, indices, values, options);                                           \
+  }                                                                                              \
+  void knn(const Gaussians<T>& p, std::int64_t k, std::span<std::int64_t> indices,               \
+           std::span<U> values, const Options& options) {                                        \
+    knn_any<T, U>(p, nullptr, k, indices, values, options);                                      \
   }
 GAUSSKL_DEFINE(float, float)
 GAUSSKL_DEFINE(float, double)

@@ -15,8 +15,10 @@
 namespace gausskl::cpu {
 
 struct Failure {
-  const char* side = nullptr;  // "p" or "q"; nullptr when nothing failed
+  const char* side = nullptr;  // "p", "q" or "pair"; nullptr when nothing failed
   FactorFailure where;
+  // side "pair" of an all-pairs call: the column j of the pair (where.index is its row i).
+  std::int64_t column = -1;
 };
 
 // Options::jitter, and where to count the distributions of each side that needed it.

@@ -121,3 +121,84 @@ def test_renyi_not_positive_definite_names_the_row(gausskl, tmp_path):
     assert "[kl] the renyi divergence is infinite at row 1" in r.stderr, r.stderr
     assert "pivot 1" in r.stderr and "--jitter" not in r.stderr, r.stderr
     assert target.snapshot() == target.before
+
+
+# ---- pairwise and knn --divergence ----
+
+def _all_pairs_reference(kind, p, q, alpha=None):
+    """ref[i, j] = D(p_i || q_j): the row-wise reference on repeated and tiled batches."""
+    p, q = ref._batched(p), ref._batched(q)
+    n, m = len(p["mean"]), len(q["mean"])
+    rep = {k: np.repeat(v, m, axis=0) for k, v in p.items()}
+    til = {k: np.tile(v, (n,) + (1,) * (v.ndim - 1)) for k, v in q.items()}
+    return _reference(kind, rep, til, alpha).reshape(n, m)
+
+
+def run_pairs(gausskl, tmp_path, command, p, q, kind, alpha=None, extra=()):
+    out = tmp_path / ("out.npy" if command == "pairwise" else "out.npz")
+    args = [command, "--p", *save(tmp_path, "p", p)]
+    if q is not None:
+        args += ["--q", *save(tmp_path, "q", q)]
+    args += ["--divergence", kind, *extra]
+    if alpha is not None:
+        args += ["--alpha", str(alpha)]
+    gausskl.ok(*args, "-o", out)
+    return np.load(out)
+
+
+@pytest.mark.parametrize("kind,alpha", KINDS)
+@pytest.mark.parametrize("q_kind", FAMILIES)
+@pytest.mark.parametrize("p_kind", FAMILIES)
+def test_pairwise_family_pairs(gausskl, tmp_path, rng, p_kind, q_kind, kind, alpha):
+    p = gaussians(rng, p_kind, 4, 3)
+    q = gaussians(rng, q_kind, 3, 3)
+    got = run_pairs(gausskl, tmp_path, "pairwise", p, q, kind, alpha)
+    assert_close(got, _all_pairs_reference(kind, p, q, alpha), np.float64)
+
+
+@pytest.mark.parametrize("kind,alpha", KINDS)
+def test_pairwise_without_q_and_knn(gausskl, tmp_path, rng, kind, alpha):
+    p = gaussians(rng, "scale_tril", 5, 3)
+    p["mean"] += 1e3
+    matrix = run_pairs(gausskl, tmp_path, "pairwise", p, None, kind, alpha)
+    assert_close(matrix, _all_pairs_reference(kind, p, p, alpha), np.float64)
+    np.testing.assert_array_equal(np.diag(matrix), np.zeros(5))
+    if kind not in ("renyi", "kl"):  # the symmetric kinds: a bit-identical mirror
+        np.testing.assert_array_equal(matrix, matrix.T)
+    nn = run_pairs(gausskl, tmp_path, "knn", p, None, kind, alpha, ["-k", "2", "--exclude-self"])
+    name = kind
+    assert sorted(nn.files) == sorted(["indices", name])
+    masked = matrix + np.diag(np.full(5, np.inf))
+    order = np.argsort(masked, axis=1, kind="stable")[:, :2]
+    np.testing.assert_array_equal(nn["indices"], order)
+    want = np.take_along_axis(matrix, order, axis=1)
+    if kind == "kl":  # knn re-scores its candidates exactly; the matrix is within tolerance
+        assert_close(nn[name], want, np.float64)
+    else:  # the same exact values, bit for bit
+        np.testing.assert_array_equal(nn[name], want)
+
+
+@pytest.mark.parametrize("command", ["pairwise", "knn"])
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        (["--divergence", "renyi"], "[{c}] --divergence renyi needs --alpha A"),
+        (["--divergence", "renyi", "--alpha", "1"], "[{c}] --alpha (the order of the renyi "
+         "divergence) must be finite and in (0, 1) or (1, inf), found 1"),
+        (["--divergence", "wasserstein2", "--alpha", "0.5"],
+         "[{c}] --alpha is the order of the renyi divergence; --divergence wasserstein2 takes "
+         "none"),
+        (["--divergence", "renyi", "--alpha", "3"],
+         "[{c}] the renyi divergence is infinite at p row 1 and q row 0"),
+    ],
+)
+def test_pairs_errors(gausskl, tmp_path, command, extra, message):
+    p = {"mean": np.zeros((2, 2)), "std": np.array([[1.0, 1.0], [1.0, 3.0]])}
+    q = {"mean": np.zeros((2, 2)), "std": np.ones((2, 2))}
+    target = Target(tmp_path / "out", "out.npy" if command == "pairwise" else "out.npz")
+    k = ["-k", "1"] if command == "knn" else []
+    r = gausskl(command, "--p", *save(tmp_path, "p", p), "--q", *save(tmp_path, "q", q), *k,
+                *extra, "-o", target.path)
+    assert r.returncode == 2, r.stderr
+    assert message.format(c=command) in r.stderr, r.stderr
+    assert target.snapshot() == target.before

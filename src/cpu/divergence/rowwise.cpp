@@ -5,9 +5,8 @@
 
 #include "cpu/common/parallel.hpp"
 #include "cpu/common/saturating.hpp"
-#include "cpu/divergence/dense.hpp"
 #include "cpu/divergence/diag.hpp"
-#include "cpu/pair/kl.hpp"
+#include "cpu/divergence/slots.hpp"
 
 namespace gausskl::cpu {
 namespace {
@@ -17,60 +16,13 @@ const DiagGaussians<T>* as_diag(const Gaussians<T>& g) {
   return std::get_if<DiagGaussians<T>>(&g.variant());
 }
 
-// Per distribution and per worker, in doubles: for jeffreys the pair formula's layouts (both
-// sides with B^-1, as either may be the q of a direction), else the dense slots.
-struct Sizes {
-  bool jeffreys = false;
-  Layout p_layout, q_layout;
-  std::int64_t p_slot = 0, q_slot = 0, prep = 0, pair = 0;
-
-  template <class T>
-  Sizes(const Gaussians<T>& p, const Gaussians<T>& q, const DivergenceConfig& config)
-      : jeffreys(config.kind == Divergence::jeffreys) {
-    const std::int64_t d = p.d();
-    if (jeffreys) {
-      p_layout = layout_for(p, true);
-      q_layout = layout_for(q, true);
-      p_slot = p_layout.size;
-      q_slot = q_layout.size;
-      prep = std::max(prepare_scratch_size(p_layout), prepare_scratch_size(q_layout));
-      pair = std::max(pair_scratch_size(p_layout), pair_scratch_size(q_layout));
-    } else {
-      p_slot = q_slot = dense_slot_size(d);
-      prep = dense_prepare_scratch(d);
-      pair = dense_pair_scratch(d);
-    }
-  }
-  std::int64_t per_worker() const { return p_slot + q_slot + prep + pair; }
-};
-
-template <class T>
-FactorFailure prepare(const Sizes& sizes, const Gaussians<T>& g, std::int64_t i, bool is_p,
-                      double* slot, double* scratch, const Factoring& factoring) {
-  if (sizes.jeffreys) {
-    return prepare_one(g, i, is_p ? sizes.p_layout : sizes.q_layout, slot, scratch, factoring);
-  }
-  return dense_prepare(g, i, slot, scratch, factoring);
-}
-
-// D(p || q) of two prepared slots; -1 with fail set for a Renyi pair that is not positive
-// definite.
-double pair_value(const Sizes& sizes, const DivergenceConfig& config, std::int64_t d,
-                  const double* ps, const double* qs, double* scratch, FactorFailure& fail) {
-  if (sizes.jeffreys) {
-    const Prepared p = sizes.p_layout.view(ps), q = sizes.q_layout.view(qs);
-    return 0.5 * (two_kl(p, q, scratch) + two_kl(q, p, scratch));
-  }
-  return dense_pair(config, dense_view(d, ps), dense_view(d, qs), scratch, fail);
-}
-
 }  // namespace
 
 template <class T>
 std::int64_t divergence_rowwise_footprint(const Gaussians<T>& p, const Gaussians<T>& q,
                                           std::int64_t n, const DivergenceConfig& config) {
   if (as_diag(p) && as_diag(q)) return sat_mul(8, n);
-  const Sizes sizes(p, q, config);
+  const DivergenceSlots sizes(p, q, config);
   const std::int64_t doubles = sat_add(sat_add(sat_mul(config.workers, sizes.per_worker()), n),
                                        sizes.p_slot + sizes.q_slot + sizes.prep);
   return sat_mul(8, doubles);
@@ -93,18 +45,18 @@ Failure divergence_rowwise(const Gaussians<T>& p, const Gaussians<T>& q, std::in
   } else {
     const std::int64_t d = p.d();
     const Factoring fp = jitter.of_p(), fq = jitter.of_q();
-    const Sizes sizes(p, q, config);
+    const DivergenceSlots sizes(p, q, config);
     const bool p_once = p.n() == 1, q_once = q.n() == 1;
     std::vector<double> fixed(static_cast<std::size_t>(sizes.p_slot + sizes.q_slot + sizes.prep));
     double* p_fixed = fixed.data();
     double* q_fixed = p_fixed + sizes.p_slot;
     if (p_once) {
-      if (auto f = prepare(sizes, p, 0, true, p_fixed, q_fixed + sizes.q_slot, fp); f.index >= 0) {
+      if (auto f = sizes.prepare(p, 0, true, p_fixed, q_fixed + sizes.q_slot, fp); f.index >= 0) {
         return {"p", f};
       }
     }
     if (q_once) {
-      if (auto f = prepare(sizes, q, 0, false, q_fixed, q_fixed + sizes.q_slot, fq); f.index >= 0) {
+      if (auto f = sizes.prepare(q, 0, false, q_fixed, q_fixed + sizes.q_slot, fq); f.index >= 0) {
         return {"q", f};
       }
     }
@@ -118,20 +70,20 @@ Failure divergence_rowwise(const Gaussians<T>& p, const Gaussians<T>& q, std::in
       Failure& failed = failures[static_cast<std::size_t>(w)];
       for (std::int64_t i = lo; i < hi; ++i) {
         if (!p_once) {
-          if (auto f = prepare(sizes, p, i, true, p_slot, prep, fp); f.index >= 0) {
+          if (auto f = sizes.prepare(p, i, true, p_slot, prep, fp); f.index >= 0) {
             failed = {"p", f};
             return;
           }
         }
         if (!q_once) {
-          if (auto f = prepare(sizes, q, i, false, q_slot, prep, fq); f.index >= 0) {
+          if (auto f = sizes.prepare(q, i, false, q_slot, prep, fq); f.index >= 0) {
             failed = {"q", f};
             return;
           }
         }
         FactorFailure f;
-        const double value = pair_value(sizes, config, d, p_once ? p_fixed : p_slot,
-                                        q_once ? q_fixed : q_slot, pair, f);
+        const double value =
+            sizes.value(config, d, p_once ? p_fixed : p_slot, q_once ? q_fixed : q_slot, pair, f);
         if (value < 0) {
           failed = {"pair", {i, f.pivot, f.value}};
           return;
