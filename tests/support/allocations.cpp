@@ -46,7 +46,7 @@ std::size_t CountAllocations::peak_bytes() const {
 
 }  // namespace gausskl::test
 
-// The default array and nothrow forms forward to these.
+// The default array forms forward to these (the nothrow forms are at the end).
 void* operator new(std::size_t size) {
   if (void* p = std::malloc(size + gausskl::test::kHeader)) {
     *static_cast<std::size_t*>(p) = size;
@@ -86,5 +86,31 @@ void operator delete(void* p, std::align_val_t align) noexcept {
 }
 
 void operator delete(void* p, std::size_t, std::align_val_t align) noexcept {
+  operator delete(p, align);
+}
+
+// Nothrow forms, defined here too: a sanitizer's runtime replaces every form it does not see
+// defined, and its nothrow new (std::stable_sort's buffer) would reach the delete above.
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
+  try {
+    return operator new(size);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+
+void operator delete(void* p, const std::nothrow_t&) noexcept {
+  operator delete(p);
+}
+
+void* operator new(std::size_t size, std::align_val_t align, const std::nothrow_t&) noexcept {
+  try {
+    return operator new(size, align);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+
+void operator delete(void* p, std::align_val_t align, const std::nothrow_t&) noexcept {
   operator delete(p, align);
 }
