@@ -192,75 +192,103 @@ class _PairwiseDiag(torch.autograd.Function):
         return (None, None, None, None, *_picked(grads, specs, ctx.slots, flags, tensors))
 
 
-class _LibraryRowwise(torch.autograd.Function):
-    """The training step's case, kept as short as it can be: every array a tensor, the pair the
-    library differentiates, no jitter. codes: (p's,) or (p's, q's); tensors: the arrays of p
-    (then q) in spec order."""
-
-    @staticmethod
-    def forward(ctx, codes, threads, budget, *tensors):
-        ctx.codes, ctx.threads = codes, threads
-        ctx.broadcast = tensors[0].shape != tensors[1].shape or (
-            len(tensors) > 2 and not tensors[0].shape == tensors[2].shape == tensors[3].shape)
-        ctx.save_for_backward(*tensors)
-        if len(codes) == 1:
-            return _ext.kl_standard_normal((codes[0], *tensors), threads, 0.0, budget, False,
-                                           True)
-        return _ext.kl((codes[0], *tensors[:2]), (codes[1], *tensors[2:]), threads, 0.0, budget,
-                       False, True)
-
-    @staticmethod
-    def backward(ctx, grad):
-        tensors = ctx.saved_tensors
-        codes = ctx.codes
-        flags = ctx.needs_input_grad[3:]
-        if torch.is_grad_enabled():  # create_graph: differentiable gradients, in torch operations
-            specs = [(codes[0], *tensors[:2])] + ([(codes[1], *tensors[2:])] if len(codes) > 1
-                                                  else [])
-            slots = tuple((i // 2, 1 + i % 2) for i in range(len(tensors)))
-            return (None, None, None,
-                    *_torch_grads(_rowwise_values_of, specs, slots, tensors, flags, grad,
-                                  create_graph=True))
-        if len(codes) == 1:
-            grads = _ext.kl_backward((codes[0], *tensors), None, grad, flags, ctx.threads)
-        else:
-            grads = _ext.kl_backward((codes[0], *tensors[:2]), (codes[1], *tensors[2:]), grad,
-                                     flags, ctx.threads)
-        if ctx.broadcast:
-            grads = [g if g is None or g.shape == t.shape else g.sum_to_size(t.shape)
-                     for g, t in zip(grads, tensors)]
-        return (None, None, None, *grads)
-
-
 # Function.apply's Python wrapper (binding defaults, a generator over the arguments) is 4 us of
 # a 60 us training step; with no functorch transform active it ends in this C apply, after
-# unwrapping dead functorch wrappers, which _apply_rowwise does for its few tensors.
+# unwrapping dead functorch wrappers, which the step functions below do for their few tensors.
 _C_APPLY = getattr(getattr(torch._C, "_FunctionBase", None), "__dict__", {}).get("apply")
 _UNWRAP = getattr(getattr(torch._C, "_functorch", None), "unwrap_if_dead", None)
 _TRANSFORMS = getattr(torch._C, "_are_functorch_transforms_active", None)
-if _C_APPLY is not None and _UNWRAP is not None and _TRANSFORMS is not None:
-    _c_apply_rowwise = _C_APPLY.__get__(None, _LibraryRowwise)
+_FAST_APPLY = _C_APPLY is not None and _UNWRAP is not None and _TRANSFORMS is not None
 
-    def _apply_rowwise(codes, threads, budget, *tensors):
-        if _TRANSFORMS():
-            return _LibraryRowwise.apply(codes, threads, budget, *tensors)
-        return _c_apply_rowwise(codes, threads, budget, *map(_UNWRAP, tensors))
-else:  # another torch than the one this was measured with: its public apply
-    _apply_rowwise = _LibraryRowwise.apply
+# The training step's Functions, one per (codes, threads, budget, broadcast): made on first use.
+_STEPS: dict = {}
+
+
+def _step(key):
+    """The training step's case, kept as short as it can be: every array a tensor, the pair the
+    library differentiates, no jitter. key: (p's code, threads, budget, broadcast) or (p's code,
+    q's code, threads, budget, broadcast); broadcast: the arrays' shapes differ, and gradients
+    are summed down to them. A Function made once for these codes and options, so that its
+    forward and backward take the tensors alone (each other argument of a Function costs on
+    every call) and call the extension with nothing between; returned with its C apply."""
+    step = _STEPS.get(key)
+    if step is not None:
+        return step
+    *codes, threads, budget, broadcast = key
+    pc = codes[0]
+    if len(codes) == 1:
+        def values(m, s):
+            return _ext.kl_standard_normal((pc, m, s), threads, 0.0, budget, False, True)
+
+        def library_grads(t, grad, flags):
+            return _ext.kl_backward((pc, t[0], t[1]), None, grad, flags, threads)
+    else:
+        qc = codes[1]
+
+        def values(m, s, n, r):
+            return _ext.kl((pc, m, s), (qc, n, r), threads, 0.0, budget, False, True)
+
+        def library_grads(t, grad, flags):
+            return _ext.kl_backward((pc, t[0], t[1]), (qc, t[2], t[3]), grad, flags, threads)
+
+    def differentiable_grads(tensors, flags, grad):  # create_graph: in torch operations
+        specs = [(pc, *tensors[:2])] + ([(codes[1], *tensors[2:])] if len(codes) > 1 else [])
+        slots = tuple((i // 2, 1 + i % 2) for i in range(len(tensors)))
+        return tuple(_torch_grads(_rowwise_values_of, specs, slots, tensors, flags, grad,
+                                  create_graph=True))
+
+    class Step(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, *tensors):
+            ctx.save_for_backward(*tensors)
+            return values(*tensors)
+
+        @staticmethod
+        def backward(ctx, grad):
+            tensors = ctx.saved_tensors
+            if torch.is_grad_enabled():
+                return differentiable_grads(tensors, ctx.needs_input_grad, grad)
+            grads = library_grads(tensors, grad, ctx.needs_input_grad)
+            if broadcast:
+                return tuple(g if g is None or g.shape == t.shape else g.sum_to_size(t.shape)
+                             for g, t in zip(grads, tensors))
+            return tuple(grads)
+
+    step = _STEPS[key] = (Step, _C_APPLY.__get__(None, Step) if _FAST_APPLY else None)
+    return step
+
+
+def _apply(step, *tensors):
+    """A step Function's apply: its C apply when no functorch transform is active (what
+    Function.apply ends in, after unwrapping dead functorch wrappers, as done here)."""
+    function, c_apply = step
+    if c_apply is None or _TRANSFORMS():
+        return function.apply(*tensors)
+    return c_apply(*map(_UNWRAP, tensors))
 
 
 def rowwise(op: str, p, q, threads: int, budget: int):
     """kl (q a batch) or kl_standard_normal (q None) with gradients, no jitter: the training
     step's path."""
     pa = p._spec
-    if (len(pa) == 3 and _arrays.is_torch(pa[1]) and _arrays.is_torch(pa[2])
-            and (q is None or (len(q._spec) == 3 and _arrays.is_torch(q._spec[1])
-                               and _arrays.is_torch(q._spec[2])))
-            and _library_codes(pa[0], None if q is None else q._spec[0])):
-        if q is None:
-            return _apply_rowwise((pa[0],), threads, budget, pa[1], pa[2])
+    if q is None:
+        if (len(pa) == 3 and _arrays.native(pa[1]) == _arrays.native(pa[2]) == _arrays.TORCH
+                and pa[0] in _LIBRARY_FAMILY):
+            m, s = pa[1], pa[2]
+            step = _STEPS.get((pa[0], threads, budget, m.shape != s.shape))
+            if step is None:
+                step = _step((pa[0], threads, budget, m.shape != s.shape))
+            if step[1] is None or _TRANSFORMS():
+                return step[0].apply(m, s)
+            return step[1](_UNWRAP(m), _UNWRAP(s))
+    else:
         qa = q._spec
-        return _apply_rowwise((pa[0], qa[0]), threads, budget, pa[1], pa[2], qa[1], qa[2])
+        if (len(pa) == 3 and len(qa) == 3 and _library_codes(pa[0], qa[0])
+                and _arrays.native(pa[1]) == _arrays.native(pa[2]) == _arrays.native(qa[1])
+                == _arrays.native(qa[2]) == _arrays.TORCH):
+            broadcast = not pa[1].shape == pa[2].shape == qa[1].shape == qa[2].shape
+            return _apply(_step((pa[0], qa[0], threads, budget, broadcast)), pa[1], pa[2],
+                          qa[1], qa[2])
     specs = (p._spec,) if q is None else (p._spec, q._spec)
     slots, tensors = _tensors(specs)
     if q is None:
