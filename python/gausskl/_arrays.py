@@ -66,9 +66,9 @@ def check_dtypes(cls: str, *arrays):
 
 def is_complex(a) -> bool:
     k = _NATIVE.get(type(a))
-    if k == NUMPY:
-        return a.dtype.kind == "c"
-    return a.is_complex() if k == TORCH or is_torch(a) else a.dtype.kind == "c"
+    if k == TORCH or (k != NUMPY and is_torch(a)):
+        return a.dtype.is_complex
+    return a.dtype.kind == "c"
 
 
 def compiling() -> bool:
@@ -83,14 +83,14 @@ def traced(op: str) -> bool:
     operations are then torch custom operators (gausskl._compile), whose fake implementations
     and vmap rules these need. vmap with grad, jvp, ... inside or around it is not supported
     (NotImplementedError)."""
-    torch = torch_module()
+    torch = sys.modules.get("torch")
     if torch is None:
         return False
+    active = getattr(torch._C, "_are_functorch_transforms_active", None)
+    if active is None or not active():  # a training step's answer, first
+        return torch.compiler.is_compiling()
     if torch.compiler.is_compiling():
         return True
-    active = getattr(torch._C, "_are_functorch_transforms_active", None)
-    if active is None or not active():
-        return False
     functorch = torch._C._functorch
     keys = [i.key() for i in functorch.get_interpreter_stack()]
     vmaps = keys.count(functorch.TransformType.Vmap)

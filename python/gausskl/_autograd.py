@@ -254,7 +254,9 @@ def _step(key):
                              for g, t in zip(grads, tensors))
             return tuple(grads)
 
-    step = _STEPS[key] = (Step, _C_APPLY.__get__(None, Step) if _FAST_APPLY else None)
+    step = (Step, _C_APPLY.__get__(None, Step) if _FAST_APPLY else None)
+    if len(_STEPS) < 256:  # a few combinations in practice; a budget varied per call is not kept
+        _STEPS[key] = step
     return step
 
 
