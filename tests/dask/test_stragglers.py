@@ -7,6 +7,8 @@ one then waits (up to SLOW seconds) for the caller to have seen the error before
 written. A to_zarr that returned without waiting would see that chunk's directory come back."""
 
 import logging
+import concurrent.futures
+import functools
 import os
 import threading
 import time
@@ -14,11 +16,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import dask
 import dask.array as da
+import dask.local
 import numpy as np
 import pytest
 from distributed import Client, LocalCluster
 
 import gausskl as gk
+from gausskl.dask import _files
 
 pytest.importorskip("zarr")
 
@@ -93,6 +97,54 @@ def test_executor_as_the_scheduler(tmp_path):
 def test_threads_with_a_pool_in_the_config(tmp_path):
     with ThreadPoolExecutor(2) as pool:
         fail_with_a_straggler(tmp_path, lambda: dask.config.set(scheduler="threads", pool=pool))
+
+
+def test_a_scheduler_function_of_its_own(tmp_path):
+    """A scheduler to_zarr cannot wait for: the straggler's chunk, coming after the removal, is
+    not written."""
+    futures = []
+
+    def submit(*args, **kwargs):
+        futures.append(pool.submit(*args, **kwargs))
+        return futures[-1]
+
+    with ThreadPoolExecutor(2) as pool:
+        get = functools.partial(dask.local.get_async, submit, 2)
+        fail_with_a_straggler(tmp_path, lambda: dask.config.set(scheduler=get),
+                              join=lambda: concurrent.futures.wait(futures))
+
+
+class SlowArray:
+    """An array whose writes wait for `release` (after setting `writing`)."""
+
+    def __init__(self, array):
+        self.array, self.writing, self.release = array, threading.Event(), threading.Event()
+
+    def __setitem__(self, key, value):
+        self.writing.set()
+        assert self.release.wait(30)
+        self.array[key] = value
+
+
+def test_the_removal_waits_for_a_write_under_way(tmp_path):
+    store = str(tmp_path / "store")
+    _files.live_zarr_store(store)
+    target = _files.live_zarr_array(store, None, da.zeros((4, 3), chunks=(2, 3)))
+    target.array = slow = SlowArray(target.array)
+    writer = threading.Thread(target=target.__setitem__, args=(slice(0, 2), np.ones((2, 3))))
+    writer.start()
+    assert slow.writing.wait(30)
+    remover = threading.Thread(target=_files.remove_zarr_store, args=(store,))
+    remover.start()
+    remover.join(0.5)
+    assert remover.is_alive(), "the removal did not wait for the write under way"
+    assert os.listdir(tmp_path) == ["store"]
+    slow.release.set()
+    writer.join(30)
+    remover.join(30)
+    assert os.listdir(tmp_path) == []
+    target[2:4] = np.ones((2, 3))  # a write after the removal writes nothing
+    assert os.listdir(tmp_path) == []
 
 
 def test_client_named_by_the_config_not_the_default(tmp_path):

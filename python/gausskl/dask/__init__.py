@@ -58,7 +58,7 @@ from dask.highlevelgraph import HighLevelGraph
 import gausskl as gk
 from gausskl import _ext
 from gausskl import _options
-from gausskl.dask import _tasks
+from gausskl.dask import _files, _tasks
 from gausskl.dask._sides import Side, one_row
 
 __all__ = ["compute_all", "kl", "kl_standard_normal", "knn_kl", "pairwise_kl", "to_zarr"]
@@ -269,24 +269,28 @@ def to_zarr(arrays, path, *, overwrite: bool = False, client=None, progress: boo
     Zarr store at the local path, chunk by chunk (Zarr's chunks are the arrays' own), completely
     or not at all: the store is written beside it under a temporary name and renamed once every
     chunk is in; if a task fails, the tasks still running are let finish and the temporary store
-    is removed (Dask's own ``to_zarr`` leaves what was written). An existing store at path is an
-    error unless overwrite, which replaces it at the end.
+    is removed, and a chunk a task would write after that is not written (Dask's own ``to_zarr``
+    leaves what was written). An existing store at path is an error unless overwrite, which
+    replaces it at the end.
 
     client: the distributed Client to compute on (default: the current one if there is one, else
-    Dask's default scheduler); progress: Dask's progress bar on stderr.
+    the scheduler dask.compute would use); progress: Dask's progress bar on stderr.
     """
     path = os.fspath(path)
     if os.path.exists(path) and not overwrite:
         raise FileExistsError(f"[to_zarr] {path} exists (overwrite=True replaces it)")
     parent = os.path.dirname(os.path.abspath(path))
     temporary = os.path.join(parent, f".{os.path.basename(path)}.partial-{uuid.uuid4().hex[:8]}")
-    if isinstance(arrays, dict):
-        writes = [da.to_zarr(_regular(a), temporary, component=n, compute=False)
-                  for n, a in arrays.items()]
-    else:
-        writes = [da.to_zarr(_regular(arrays), temporary, compute=False)]
+    named = arrays.items() if isinstance(arrays, dict) else [(None, arrays)]
     try:
+        _files.live_zarr_store(temporary)
+        writes = []
+        for name, a in named:
+            a = _regular(a)
+            writes.append(da.store(a, _files.live_zarr_array(temporary, name, a), lock=False,
+                                   compute=False))
         compute_all(writes, client, progress)
+        _files.finish_zarr_store(temporary)
         if os.path.exists(path):
             old = temporary + ".old"
             os.rename(path, old)
@@ -295,7 +299,9 @@ def to_zarr(arrays, path, *, overwrite: bool = False, client=None, progress: boo
         else:
             os.rename(temporary, path)
     except BaseException:
-        shutil.rmtree(temporary, ignore_errors=True)
+        # Once the tasks still writing are done (compute_all waited for them; the removal waits
+        # for a write under way, and a later one writes nothing).
+        _files.remove_zarr_store(temporary)
         raise
 
 
