@@ -42,6 +42,8 @@ certified tolerance, ``|KL - exact| / (|exact| + 1)``; see docs/scaling.md.
 
 from __future__ import annotations
 
+import concurrent.futures
+import multiprocessing.pool
 import operator
 import os
 import shutil
@@ -56,7 +58,7 @@ from dask.highlevelgraph import HighLevelGraph
 import gausskl as gk
 from gausskl import _ext
 from gausskl import _options
-from gausskl.dask import _tasks
+from gausskl.dask import _files, _tasks
 from gausskl.dask._sides import Side, one_row
 
 __all__ = ["compute_all", "kl", "kl_standard_normal", "knn_kl", "pairwise_kl", "to_zarr"]
@@ -267,24 +269,28 @@ def to_zarr(arrays, path, *, overwrite: bool = False, client=None, progress: boo
     Zarr store at the local path, chunk by chunk (Zarr's chunks are the arrays' own), completely
     or not at all: the store is written beside it under a temporary name and renamed once every
     chunk is in; if a task fails, the tasks still running are let finish and the temporary store
-    is removed (Dask's own ``to_zarr`` leaves what was written). An existing store at path is an
-    error unless overwrite, which replaces it at the end.
+    is removed, and a chunk a task would write after that is not written (Dask's own ``to_zarr``
+    leaves what was written). An existing store at path is an error unless overwrite, which
+    replaces it at the end.
 
     client: the distributed Client to compute on (default: the current one if there is one, else
-    Dask's default scheduler); progress: Dask's progress bar on stderr.
+    the scheduler dask.compute would use); progress: Dask's progress bar on stderr.
     """
     path = os.fspath(path)
     if os.path.exists(path) and not overwrite:
         raise FileExistsError(f"[to_zarr] {path} exists (overwrite=True replaces it)")
     parent = os.path.dirname(os.path.abspath(path))
     temporary = os.path.join(parent, f".{os.path.basename(path)}.partial-{uuid.uuid4().hex[:8]}")
-    if isinstance(arrays, dict):
-        writes = [da.to_zarr(_regular(a), temporary, component=n, compute=False)
-                  for n, a in arrays.items()]
-    else:
-        writes = [da.to_zarr(_regular(arrays), temporary, compute=False)]
+    named = arrays.items() if isinstance(arrays, dict) else [(None, arrays)]
     try:
+        _files.live_zarr_store(temporary)
+        writes = []
+        for name, a in named:
+            a = _regular(a)
+            writes.append(da.store(a, _files.live_zarr_array(temporary, name, a), lock=False,
+                                   compute=False))
         compute_all(writes, client, progress)
+        _files.finish_zarr_store(temporary)
         if os.path.exists(path):
             old = temporary + ".old"
             os.rename(path, old)
@@ -293,7 +299,9 @@ def to_zarr(arrays, path, *, overwrite: bool = False, client=None, progress: boo
         else:
             os.rename(temporary, path)
     except BaseException:
-        shutil.rmtree(temporary, ignore_errors=True)
+        # Once the tasks still writing are done (compute_all waited for them; the removal waits
+        # for a write under way, and a later one writes nothing).
+        _files.remove_zarr_store(temporary)
         raise
 
 
@@ -308,12 +316,20 @@ def _current_client():
 
 def compute_all(collections: list, client=None, progress: bool = False) -> list:
     """The collections computed on client (default: the current distributed Client, if any, else
-    dask.compute). When a task fails, the other tasks of the graph are cancelled and those already
-    running are waited for (a worker cannot stop them) before the error is raised, so that a
-    caller removing their output does not race with them."""
+    where dask.compute would compute them: the scheduler Dask's config names, a Client among
+    them, else the collections' own). When a task fails, the other tasks of the graph are
+    cancelled and those already running are waited for (a worker cannot stop them) before the
+    error is raised, so that a caller removing their output does not race with them. (A
+    scheduler given to Dask as a function of its own is not waited for.)"""
+    scheduler = None
     client = client or _current_client()
     if client is None:
-        return _compute_locally(collections)
+        from dask.base import get_scheduler
+
+        scheduler = get_scheduler(collections=collections)
+        client = _client_of(scheduler)
+    if client is None:
+        return _compute_locally(collections, scheduler)
     futures = client.compute(list(collections))
     try:
         if progress:
@@ -335,20 +351,73 @@ def compute_all(collections: list, client=None, progress: bool = False) -> list:
         raise
 
 
-def _compute_locally(collections: list) -> list:
-    """dask.compute on Dask's local scheduler. The threaded one (the default for arrays) raises
-    a task's error while its other threads still run their tasks: it is given a pool here that
-    is shut down, waiting for them, before the error goes on."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    scheduler = dask.config.get("scheduler", None)
-    if scheduler not in (None, "threads", "threading"):
-        return list(dask.compute(*collections))
-    pool = ThreadPoolExecutor(dask.config.get("num_workers", None) or os.cpu_count() or 1)
+def _client_of(scheduler):
+    """The distributed Client whose get scheduler is (Dask's config may name a Client, or
+    "dask.distributed", that is not the default one), else None."""
+    owner = getattr(scheduler, "__self__", None)
     try:
-        return list(dask.compute(*collections, scheduler="threads", pool=pool))
+        from distributed import Client
+    except ImportError:
+        return None
+    return owner if isinstance(owner, Client) else None
+
+
+class _Joined(concurrent.futures.Executor):
+    """An executor's submit, keeping the futures so that all of them can be waited for: Dask's
+    local schedulers raise a task's error while the tasks already submitted still run (at most
+    one batch a worker)."""
+
+    def __init__(self, executor):
+        if isinstance(executor, multiprocessing.pool.Pool):
+            from dask.local import MultiprocessingPoolExecutor
+
+            executor = MultiprocessingPoolExecutor(executor)
+        self._executor, self._futures = executor, []
+        self._max_workers = (getattr(executor, "_max_workers", None)
+                             or dask.config.get("num_workers", None) or os.cpu_count() or 1)
+
+    def submit(self, fn, /, *args, **kwargs):
+        future = self._executor.submit(fn, *args, **kwargs)
+        self._futures.append(future)
+        return future
+
+    def join(self):
+        concurrent.futures.wait(self._futures)
+
+
+def _compute_locally(collections: list, scheduler) -> list:
+    """dask.compute on a local scheduler (scheduler: Dask's get for the collections). The
+    threaded one (the default for arrays) raises a task's error while its other threads still
+    run their tasks: it is given a pool here that is shut down, waiting for them, before the
+    error goes on. An executor in Dask's config (as the scheduler, or the pool of the threaded
+    or process scheduler) has the tasks submitted to it waited for."""
+    from dask import multiprocessing as dask_processes
+    from dask import threaded
+
+    named = dask.config.get("scheduler", None)
+    configured = dask.config.get("pool", None)
+    if isinstance(named, concurrent.futures.Executor):
+        joined = _Joined(named)
+        kw = {"scheduler": joined}
+    elif scheduler in (threaded.get, dask_processes.get) and configured is not None:
+        joined = _Joined(configured)
+        kw = {"scheduler": scheduler, "pool": joined}
+    elif scheduler is threaded.get:
+        pool_type = getattr(threaded, "ContextAwareThreadPoolExecutor",
+                            concurrent.futures.ThreadPoolExecutor)
+        pool = pool_type(dask.config.get("num_workers", None) or os.cpu_count() or 1)
+        try:
+            return list(dask.compute(*collections, scheduler=threaded.get, pool=pool))
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+    else:
+        # The synchronous scheduler runs one task at a time; the process scheduler makes its own
+        # pool and shuts it down, waiting for its tasks.
+        return list(dask.compute(*collections, scheduler=scheduler))
+    try:
+        return list(dask.compute(*collections, **kw))
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        joined.join()
 
 
 def _executing(dask_worker) -> list:

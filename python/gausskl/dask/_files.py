@@ -11,6 +11,7 @@ stores, read lazily by row chunks; the outputs written completely or not at all.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 import uuid
@@ -21,6 +22,11 @@ import numpy as np
 from dask.base import tokenize
 
 import gausskl as gk
+
+try:
+    import fcntl
+except ImportError:  # not POSIX
+    fcntl = None
 
 DIAG = ("std", "var", "logvar", "precision")
 FULL = ("scale_tril", "covariance", "precision_matrix", "packed_scale_tril")
@@ -236,6 +242,79 @@ def replace(temporary: str, path: str):
         shutil.rmtree(old, ignore_errors=True)
     else:
         os.replace(temporary, path)
+
+
+# A temporary Zarr store is live while the file LIVE in it exists. Each chunk is written holding a
+# shared lock on that file, opened without creating it; the store is removed holding the exclusive
+# lock, the file first. The removal so waits for the writes under way, and a write that comes after
+# it (a task still running when the computation failed) finds no file and writes nothing: nothing
+# of the store reappears. (Without fcntl, not on POSIX, the file is checked without a lock.)
+LIVE = ".gausskl-live"
+
+
+@contextlib.contextmanager
+def _holding(live: str, exclusive: bool):
+    """Yields whether the store is live, holding the lock on its file meanwhile."""
+    try:
+        fd = os.open(live, os.O_RDONLY)
+    except FileNotFoundError:
+        yield False
+        return
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield os.fstat(fd).st_nlink > 0  # not removed before the lock was had
+    finally:
+        os.close(fd)  # releases the lock
+
+
+class LiveZarr:
+    """A Zarr array of a temporary store that is written only while the store is live (Dask's
+    store() assigns chunks to it). Pickles as the array and the path of the store's LIVE file."""
+
+    def __init__(self, array, live: str):
+        self.array, self.live = array, live
+
+    def __setitem__(self, key, value):
+        with _holding(self.live, exclusive=False) as live:
+            if live:
+                self.array[key] = value
+
+
+def live_zarr_store(path: str):
+    """A new directory for a temporary Zarr store at path, live."""
+    os.mkdir(path)
+    with open(os.path.join(path, LIVE), "x"):
+        pass
+
+
+def live_zarr_array(store: str, component: str | None, x: da.Array) -> LiveZarr:
+    """A new Zarr array in the live temporary store, as Dask's to_zarr makes it for x (chunks
+    x's first ones, which _regular has made all one size along each axis but the last)."""
+    import zarr
+
+    kw = {"shape": x.shape, "chunks": tuple(max(c[0], 1) for c in x.chunks), "dtype": x.dtype}
+    if int(zarr.__version__.split(".")[0]) >= 3:
+        array = zarr.create_array(store=store, **({"name": component} if component else {}), **kw)
+    else:
+        array = zarr.create(store=store, path=component, **kw)
+    return LiveZarr(array, os.path.join(store, LIVE))
+
+
+def finish_zarr_store(store: str):
+    """The store complete (nothing writes to it any more): no longer a temporary one."""
+    os.remove(os.path.join(store, LIVE))
+
+
+def remove_zarr_store(store: str):
+    """Removes a temporary store, once the writes under way are done; none comes after."""
+    import shutil
+
+    live = os.path.join(store, LIVE)
+    with _holding(live, exclusive=True):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(live)
+        shutil.rmtree(store, ignore_errors=True)
 
 
 class NpyTarget:
