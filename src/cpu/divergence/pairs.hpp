@@ -1,7 +1,8 @@
 // All pairs of a divergence other than KL (src/core sends KL to all_pairs.hpp): any block of rows
 // of D(p_i || q_j), exact in double, for every pair of families.
-//   * two diagonal sides: the row-wise closed forms (diag.hpp) of p_i against a range of q's
-//     rows, read in place: nothing prepared;
+//   * two diagonal sides: with config.diag_tiles (jeffreys, wasserstein2: diag_tiles.hpp) the KL
+//     tile kernel, each entry within config.tolerance; else the row-wise closed forms (diag.hpp)
+//     of p_i against a range of q's rows, read in place: nothing prepared;
 //   * otherwise each distribution prepared once (slots.hpp: jeffreys' pair-formula layouts, the
 //     other kinds' dense factors), then the per-pair forms; only the pair's mixed covariance is
 //     factored per pair (bhattacharyya, hellinger, renyi), because the math needs its determinant.
@@ -17,6 +18,7 @@
 
 #include "cpu/backend.hpp"
 #include "cpu/divergence/config.hpp"
+#include "cpu/divergence/diag_tiles.hpp"
 #include "cpu/divergence/slots.hpp"
 #include "cpu/pair/batches.hpp"
 #include "gausskl/types.hpp"
@@ -59,6 +61,7 @@ class DivergencePairs {
   Gaussians<T> p_, q_;
   bool self_;
   DivergenceConfig config_;
+  std::optional<DiagDivergenceTiles<T>> tiles_;  // two diagonal sides with config.diag_tiles
   std::optional<DivergenceSlots> slots_;         // empty for two diagonal sides
   std::vector<double> p_prepared_, q_prepared_;  // q_prepared_ empty when q = p
 };
