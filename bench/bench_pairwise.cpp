@@ -79,11 +79,11 @@ void BM_pairwise_kind(benchmark::State& state) {
   const std::vector<T> mu_p = random<T>(n * d, -1.7, 1.7, 1), sd_p = random<T>(n * d, 0.5, 2, 2);
   const std::vector<T> mu_q = random<T>(n * d, -1.7, 1.7, 11), sd_q = random<T>(n * d, 0.5, 2, 12);
   const gausskl::Gaussians<T> p(gausskl::DiagGaussians<T>{
-      gausskl::contiguous<T, 2>(mu_p.data(), {n, d}), gausskl::contiguous<T, 2>(sd_p.data(), {n, d}),
-      gausskl::DiagParam::stddev});
+      gausskl::contiguous<T, 2>(mu_p.data(), {n, d}),
+      gausskl::contiguous<T, 2>(sd_p.data(), {n, d}), gausskl::DiagParam::stddev});
   const gausskl::Gaussians<T> q(gausskl::DiagGaussians<T>{
-      gausskl::contiguous<T, 2>(mu_q.data(), {n, d}), gausskl::contiguous<T, 2>(sd_q.data(), {n, d}),
-      gausskl::DiagParam::stddev});
+      gausskl::contiguous<T, 2>(mu_q.data(), {n, d}),
+      gausskl::contiguous<T, 2>(sd_q.data(), {n, d}), gausskl::DiagParam::stddev});
   std::vector<T> out(static_cast<std::size_t>(n * n));
   for (auto _ : state) {
     gausskl::pairwise(p, q, std::span<T>(out), options);
