@@ -62,7 +62,8 @@ Failure DivergencePairs<T>::prepare(const Gaussians<T>& p, const Gaussians<T>* q
   const Gaussians<T>& qq = q ? *q : p;
   DivergencePairs pairs(p, qq, q == nullptr, config);
   if (config.diag_tiles && as_diag(p) && as_diag(qq)) {
-    pairs.tiles_.emplace(*as_diag(p), q ? as_diag(*q) : nullptr, config);
+    pairs.tiles_ =
+        std::make_unique<DiagDivergenceTiles<T>>(*as_diag(p), q ? as_diag(*q) : nullptr, config);
   } else if (!(as_diag(p) && as_diag(qq))) {
     const DivergenceSlots& slots = pairs.slots_.emplace(p, qq, config);
     pairs.p_prepared_.resize(static_cast<std::size_t>(p.n() * slots.p_slot));

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -61,7 +62,10 @@ class DivergencePairs {
   Gaussians<T> p_, q_;
   bool self_;
   DivergenceConfig config_;
-  std::optional<DiagDivergenceTiles<T>> tiles_;  // two diagonal sides with config.diag_tiles
+  // Two diagonal sides with config.diag_tiles. A pointer, not an optional: GCC 12's
+  // -Wmaybe-uninitialized (with the sanitizers, -O2) misreads the optional's emplace of its
+  // Buffers.
+  std::unique_ptr<DiagDivergenceTiles<T>> tiles_;
   std::optional<DivergenceSlots> slots_;         // empty for two diagonal sides
   std::vector<double> p_prepared_, q_prepared_;  // q_prepared_ empty when q = p
 };
