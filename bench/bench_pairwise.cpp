@@ -65,6 +65,64 @@ BENCHMARK(BM_pairwise_kl)
       return *std::min_element(v.begin(), v.end());
     });
 
+// gausskl::pairwise of each divergence on diagonal inputs in T (std parameterization), q != p,
+// results in T, default tolerance, against KL in the same run: ns per (i, j, h). Args: kind
+// (gausskl::Divergence's order: 0 kl, 1 jeffreys, 2 bhattacharyya, 3 hellinger, 4 wasserstein2),
+// N (= M), D, threads. The per-pair kinds (bhattacharyya, hellinger) are slow: one iteration.
+template <class T>
+void BM_pairwise_kind(benchmark::State& state) {
+  const auto kind = static_cast<gausskl::Divergence>(state.range(0));
+  const std::int64_t n = state.range(1), d = state.range(2);
+  gausskl::Options options;
+  options.divergence = kind;
+  options.threads = static_cast<int>(state.range(3));
+  const std::vector<T> mu_p = random<T>(n * d, -1.7, 1.7, 1), sd_p = random<T>(n * d, 0.5, 2, 2);
+  const std::vector<T> mu_q = random<T>(n * d, -1.7, 1.7, 11), sd_q = random<T>(n * d, 0.5, 2, 12);
+  const gausskl::Gaussians<T> p(gausskl::DiagGaussians<T>{
+      gausskl::contiguous<T, 2>(mu_p.data(), {n, d}),
+      gausskl::contiguous<T, 2>(sd_p.data(), {n, d}), gausskl::DiagParam::stddev});
+  const gausskl::Gaussians<T> q(gausskl::DiagGaussians<T>{
+      gausskl::contiguous<T, 2>(mu_q.data(), {n, d}),
+      gausskl::contiguous<T, 2>(sd_q.data(), {n, d}), gausskl::DiagParam::stddev});
+  std::vector<T> out(static_cast<std::size_t>(n * n));
+  for (auto _ : state) {
+    gausskl::pairwise(p, q, std::span<T>(out), options);
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetLabel(gausskl::divergence_name(kind));
+  state.counters["ns_per_ijh"] = benchmark::Counter(
+      static_cast<double>(n * n * d) * 1e-9,
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
+void kind_args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"kind", "N", "D", "threads"});
+  for (const int kind : {0, 1, 4}) {
+    for (const int n : {1000, 4096})
+      b->Args({kind, n, 64, 1});
+  }
+}
+
+void per_pair_args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"kind", "N", "D", "threads"});
+  for (const int kind : {2, 3})
+    b->Args({kind, 1000, 64, 1});
+}
+
+BENCHMARK(BM_pairwise_kind<float>)->Apply(kind_args)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_pairwise_kind<double>)->Apply(kind_args)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_pairwise_kind<float>)
+    ->Apply(per_pair_args)
+    ->Iterations(1)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_pairwise_kind<double>)
+    ->Apply(per_pair_args)
+    ->Iterations(1)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
 }  // namespace
 
 BENCHMARK_MAIN();

@@ -297,14 +297,11 @@ void knn_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t k,
 
 // ---- all pairs of any divergence: KL by the KL paths above, the others by cpu/divergence/ ----
 
-// Plans (the workers: the row-wise rule over the N * M pairs) and validates; q == nullptr: q = p.
+// Plans (detail::plan_divergence_pairs) and validates; q == nullptr: q = p.
 template <class T>
 cpu::DivergenceConfig plan_divergence_pairs(const char* op, const Gaussians<T>& p,
                                             const Gaussians<T>* q, const Options& options) {
-  const Gaussians<T>& qq = q ? *q : p;
-  const cpu::RowwiseConfig rows =
-      detail::plan_rowwise(p, &qq, cpu::sat_mul(p.n(), qq.n()), options);
-  const cpu::DivergenceConfig config{options.divergence, options.alpha, rows.workers};
+  const cpu::DivergenceConfig config = detail::plan_divergence_pairs(p, q, options);
   detail::validate(op, "p", p, config.workers);
   if (q) {
     detail::validate(op, "q", *q, config.workers);

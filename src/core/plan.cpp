@@ -7,6 +7,7 @@
 #include "cpu/all_pairs.hpp"
 #include "cpu/common/parallel.hpp"
 #include "cpu/common/saturating.hpp"
+#include "cpu/divergence/diag_tiles.hpp"
 #include "cpu/knn/loops.hpp"
 #include "cpu/tunables.hpp"
 #include "gausskl/limits.hpp"
@@ -145,6 +146,23 @@ void size_blocks(const char* op, PairsPlan& plan, const Gaussians<T>& p, const G
   plan.block_rows = std::min(left / row_bytes, n);
 }
 
+template <class T>
+cpu::DivergenceConfig plan_divergence_pairs(const Gaussians<T>& p, const Gaussians<T>* q,
+                                            const Options& options) {
+  const Gaussians<T>& qq = q ? *q : p;
+  cpu::DivergenceConfig config{options.divergence, options.alpha, 1};
+  if (is_diag(p) && is_diag(qq) && cpu::diag_tiles_kind(options.divergence)) {
+    config.diag_tiles = true;
+    config.tolerance = effective_tolerance<T>(options.tolerance);
+    const std::int64_t work = sat_mul(sat_mul(p.n(), qq.n()), p.d());
+    config.workers = static_cast<int>(
+        std::clamp<std::int64_t>(work / cpu::kDiagPairsWorkPerThread, 1, threads_of(options)));
+  } else {
+    config.workers = plan_rowwise(p, &qq, sat_mul(p.n(), qq.n()), options).workers;
+  }
+  return config;
+}
+
 cpu::PairsBackwardConfig plan_pairs_backward(std::int64_t n, std::int64_t m, std::int64_t d,
                                              bool self, const Options& options) {
   const int threads = threads_of(options);
@@ -169,7 +187,9 @@ cpu::PairsBackwardConfig plan_pairs_backward(std::int64_t n, std::int64_t m, std
   template double effective_tolerance<T>(double);                                                 \
   template PairsPlan plan_pairs<T>(const Gaussians<T>&, const Gaussians<T>*, const Options&);     \
   template void size_blocks<T>(const char*, PairsPlan&, const Gaussians<T>&, const Gaussians<T>*, \
-                               const Options&, std::int64_t, bool);
+                               const Options&, std::int64_t, bool);                               \
+  template cpu::DivergenceConfig plan_divergence_pairs<T>(const Gaussians<T>&,                    \
+                                                          const Gaussians<T>*, const Options&);
 GAUSSKL_INSTANTIATE(float)
 GAUSSKL_INSTANTIATE(double)
 #undef GAUSSKL_INSTANTIATE

@@ -13,6 +13,7 @@
 
 #include "cpu/backend.hpp"
 #include "cpu/backward.hpp"
+#include "cpu/divergence/config.hpp"
 #include "gausskl/types.hpp"
 
 namespace gausskl::detail {
@@ -55,6 +56,16 @@ PairsPlan plan_pairs(const Gaussians<T>& p, const Gaussians<T>* q, const Options
 template <class T>
 void size_blocks(const char* op, PairsPlan& plan, const Gaussians<T>& p, const Gaussians<T>* q,
                  const Options& options, std::int64_t row_bytes, bool knn);
+
+// ---- all pairs of the divergences other than KL: pairwise, pairwise_rows, knn ----
+
+// The kind and alpha; for two diagonal sides of a kind with a tiled path (cpu::diag_tiles_kind)
+// that path, its tolerance (effective_tolerance) and the diagonal kernel's workers
+// (kDiagPairsWorkPerThread); otherwise the row-wise rule's workers over the N * M pairs, every
+// entry exact per pair. q == nullptr: q = p.
+template <class T>
+cpu::DivergenceConfig plan_divergence_pairs(const Gaussians<T>& p, const Gaussians<T>* q,
+                                            const Options& options);
 
 // ---- all-pairs gradients ----
 

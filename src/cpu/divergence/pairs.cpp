@@ -61,7 +61,10 @@ Failure DivergencePairs<T>::prepare(const Gaussians<T>& p, const Gaussians<T>* q
                                     std::optional<DivergencePairs>& out) {
   const Gaussians<T>& qq = q ? *q : p;
   DivergencePairs pairs(p, qq, q == nullptr, config);
-  if (!(as_diag(p) && as_diag(qq))) {
+  if (config.diag_tiles && as_diag(p) && as_diag(qq)) {
+    pairs.tiles_ =
+        std::make_unique<DiagDivergenceTiles<T>>(*as_diag(p), q ? as_diag(*q) : nullptr, config);
+  } else if (!(as_diag(p) && as_diag(qq))) {
     const DivergenceSlots& slots = pairs.slots_.emplace(p, qq, config);
     pairs.p_prepared_.resize(static_cast<std::size_t>(p.n() * slots.p_slot));
     if (Failure f =
@@ -87,6 +90,8 @@ PairsBytes DivergencePairs<T>::footprint(const Gaussians<T>& p, const Gaussians<
                                          const DivergenceConfig& config) {
   const Gaussians<T>& qq = q ? *q : p;
   PairsBytes b;
+  if (config.diag_tiles && as_diag(p) && as_diag(qq))
+    return DiagDivergenceTiles<T>::footprint(p.n(), qq.n(), p.d(), q == nullptr, config);
   if (as_diag(p) && as_diag(qq)) return b;
   const DivergenceSlots slots(p, qq, config);
   const std::int64_t kept =
@@ -121,6 +126,10 @@ std::int64_t DivergencePairs<T>::range(std::int64_t i, std::int64_t j0, std::int
 
 template <class T>
 Failure DivergencePairs<T>::block(std::int64_t lo, std::int64_t hi, double* out) const {
+  if (tiles_) {
+    tiles_->block(lo, hi, out);
+    return {};
+  }
   const std::int64_t m = cols();
   const int workers = config_.workers;
   const bool mirror = self_ && symmetric(config_.kind);

@@ -1,7 +1,8 @@
 // All pairs of a divergence other than KL (src/core sends KL to all_pairs.hpp): any block of rows
 // of D(p_i || q_j), exact in double, for every pair of families.
-//   * two diagonal sides: the row-wise closed forms (diag.hpp) of p_i against a range of q's
-//     rows, read in place: nothing prepared;
+//   * two diagonal sides: with config.diag_tiles (jeffreys, wasserstein2: diag_tiles.hpp) the KL
+//     tile kernel, each entry within config.tolerance; else the row-wise closed forms (diag.hpp)
+//     of p_i against a range of q's rows, read in place: nothing prepared;
 //   * otherwise each distribution prepared once (slots.hpp: jeffreys' pair-formula layouts, the
 //     other kinds' dense factors), then the per-pair forms; only the pair's mixed covariance is
 //     factored per pair (bhattacharyya, hellinger, renyi), because the math needs its determinant.
@@ -12,11 +13,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
 #include "cpu/backend.hpp"
 #include "cpu/divergence/config.hpp"
+#include "cpu/divergence/diag_tiles.hpp"
 #include "cpu/divergence/slots.hpp"
 #include "cpu/pair/batches.hpp"
 #include "gausskl/types.hpp"
@@ -59,6 +62,10 @@ class DivergencePairs {
   Gaussians<T> p_, q_;
   bool self_;
   DivergenceConfig config_;
+  // Two diagonal sides with config.diag_tiles. A pointer, not an optional: GCC 12's
+  // -Wmaybe-uninitialized (with the sanitizers, -O2) misreads the optional's emplace of its
+  // Buffers.
+  std::unique_ptr<DiagDivergenceTiles<T>> tiles_;
   std::optional<DivergenceSlots> slots_;         // empty for two diagonal sides
   std::vector<double> p_prepared_, q_prepared_;  // q_prepared_ empty when q = p
 };
