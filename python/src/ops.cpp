@@ -56,6 +56,15 @@ std::int64_t rows_of(const Side& side, const Side* other, const Layout& layout) 
                               ", which do not broadcast");
 }
 
+// Options of any kind (the index into gausskl::divergence_names) and Renyi's alpha (0: unset).
+Options divergence_options(int kind, double alpha, int threads, double jitter, std::int64_t budget,
+                           bool exclude_self, Jittered& jittered) {
+  Options options = options_of(threads, jitter, budget, 0, exclude_self, jittered);
+  options.divergence = static_cast<Divergence>(kind);
+  options.alpha = alpha;
+  return options;
+}
+
 nb::object kl_op(nb::handle p, nb::handle q, int threads, double jitter, std::int64_t budget,
                  nb::handle torch_path, bool for_grad) {
   Call call;
@@ -82,7 +91,7 @@ nb::object kl_op(nb::handle p, nb::handle q, int threads, double jitter, std::in
   return with_jitter(std::move(out.object), jitter, jittered);
 }
 
-// Row-wise, any kind (the index into gausskl::divergence_names) and Renyi's alpha (0: unset).
+// Row-wise, any kind (as divergence_options).
 nb::object divergence_op(nb::handle p, nb::handle q, int kind, double alpha, int threads,
                          double jitter, std::int64_t budget, nb::handle torch_path, bool for_grad) {
   Call call;
@@ -100,9 +109,7 @@ nb::object divergence_op(nb::handle p, nb::handle q, int kind, double alpha, int
   const std::int64_t n = layout.inner();
   const std::int64_t np = rows_of(call.p, &call.q, layout), nq = rows_of(call.q, &call.p, layout);
   Jittered jittered;
-  Options options = options_of(threads, jitter, budget, 0, false, jittered);
-  options.divergence = static_cast<Divergence>(kind);
-  options.alpha = alpha;
+  const Options options = divergence_options(kind, alpha, threads, jitter, budget, false, jittered);
   with_type(call.dtype, [&](auto t) {
     using T = decltype(t);
     each_slice(layout, [&](std::int64_t s) {
@@ -167,8 +174,25 @@ Shape result_shape(const Shape& p_batch, const std::int64_t* tail, int tail_ndim
   return s;
 }
 
-nb::object pairwise_kl_op(nb::handle p, nb::handle q, int threads, double jitter, double tolerance,
-                          std::int64_t budget, nb::handle torch_path, bool for_grad) {
+// The library operations an all-pairs binding calls: the KL ones (pairwise_kl, knn_kl) or those
+// of options.divergence (pairwise, knn).
+enum class Ops { kl, any };
+
+// The library's knn_kl or knn; p null: q = p.
+template <class T>
+void call_knn(Ops ops, const Gaussians<T>* p, const Gaussians<T>& q, std::int64_t k,
+              std::span<std::int64_t> idx, std::span<T> val, const Options& o) {
+  const bool kl = ops == Ops::kl;
+  if (p) {
+    kl ? knn_kl(*p, q, k, idx, val, o) : knn(*p, q, k, idx, val, o);
+  } else {
+    kl ? knn_kl(q, k, idx, val, o) : knn(q, k, idx, val, o);
+  }
+}
+
+// out[i..., j...] = D(p_i || q_j) by ops; q None: q = p.
+nb::object all_pairs_op(nb::handle p, nb::handle q, Ops ops, const Options& options,
+                        const Jittered& jittered, nb::handle torch_path, bool for_grad) {
   Call call;
   if (const int status = read_call(p, q, torch_path, for_grad, call)) return nb::int_(status);
   AllPairs plan;
@@ -181,34 +205,32 @@ nb::object pairwise_kl_op(nb::handle p, nb::handle q, int threads, double jitter
   const int o = layout.add_contiguous(out.data, plan.m, itemsize(call.dtype));
   layout.merge();
   const std::int64_t n = layout.inner(), m = plan.m;
-  Jittered jittered;
-  const Options options = options_of(threads, jitter, budget, tolerance, false, jittered);
+  const bool kl = ops == Ops::kl;
   with_type(call.dtype, [&](auto t) {
     using T = decltype(t);
     const Gaussians<T> qv = view_of<T>(*plan.q, plan.q_layout, 0, m);
     each_slice(layout, [&](std::int64_t s) {
       const std::span<T> dst = span_at<T>(layout, o, s, n * m);
       if (call.has_q) {
-        pairwise_kl(view_of<T>(call.p, layout, s, n), qv, dst, options);
+        const Gaussians<T> pv = view_of<T>(call.p, layout, s, n);
+        kl ? pairwise_kl(pv, qv, dst, options) : pairwise(pv, qv, dst, options);
       } else {
-        pairwise_kl(qv, dst, options);
+        kl ? pairwise_kl(qv, dst, options) : pairwise(qv, dst, options);
       }
     });
   });
-  return with_jitter(std::move(out.object), jitter, jittered);
+  return with_jitter(std::move(out.object), options.jitter, jittered);
 }
 
-nb::object knn_kl_op(nb::handle p, nb::handle q, std::int64_t k, bool exclude_self, int threads,
-                     double jitter, double tolerance, std::int64_t budget, nb::handle torch_path,
-                     bool for_grad) {
+// (indices, values) of the k smallest D(p_i || q_j) per i by ops; q None: q = p.
+nb::object nearest_op(nb::handle p, nb::handle q, std::int64_t k, Ops ops, const Options& options,
+                      const Jittered& jittered, nb::handle torch_path, bool for_grad) {
   Call call;
   if (const int status = read_call(p, q, torch_path, for_grad, call)) return nb::int_(status);
   AllPairs plan;
   if (!plan_all_pairs(call, plan)) return nb::int_(static_cast<int>(kConvert));
-  Jittered jittered;
-  const Options options = options_of(threads, jitter, budget, tolerance, exclude_self, jittered);
-  const std::int64_t m = plan.m, max_k = exclude_self ? m - 1 : m;
-  if (k < 1 || k > max_k || (call.has_q && exclude_self)) {
+  const std::int64_t m = plan.m, max_k = options.exclude_self ? m - 1 : m;
+  if (k < 1 || k > max_k || (call.has_q && options.exclude_self)) {
     // The library's rule and message: called with no outputs, it refuses k (or exclude_self).
     Layout& layout = plan.p_layout;
     layout.merge();
@@ -216,13 +238,10 @@ nb::object knn_kl_op(nb::handle p, nb::handle q, std::int64_t k, bool exclude_se
       using T = decltype(t);
       const Gaussians<T> qv = view_of<T>(*plan.q, plan.q_layout, 0, m);
       const Gaussians<T> pv = call.has_q ? view_of<T>(call.p, layout, 0, layout.inner()) : qv;
-      if (call.has_q) {
-        knn_kl(pv, qv, k, {}, std::span<T>(), options);
-      } else {
-        knn_kl(pv, k, {}, std::span<T>(), options);
-      }
+      call_knn<T>(ops, call.has_q ? &pv : nullptr, qv, k, {}, {}, options);
     });
-    throw std::invalid_argument("[knn_kl] k = " + std::to_string(k) + " is out of range");
+    throw std::invalid_argument(std::string(ops == Ops::kl ? "[knn_kl]" : "[knn]") +
+                                " k = " + std::to_string(k) + " is out of range");
   }
   const Shape shape = result_shape(call.p.batch, &k, 1);
   Result indices = make_index_result(call.api, shape.ndim, shape.dims.data());
@@ -238,103 +257,45 @@ nb::object knn_kl_op(nb::handle p, nb::handle q, std::int64_t k, bool exclude_se
     each_slice(layout, [&](std::int64_t s) {
       const auto idx = span_at<std::int64_t>(layout, oi, s, n * k);
       const auto val = span_at<T>(layout, ov, s, n * k);
-      if (call.has_q) {
-        knn_kl(view_of<T>(call.p, layout, s, n), qv, k, idx, val, options);
-      } else {
-        knn_kl(qv, k, idx, val, options);
-      }
+      const Gaussians<T> pv = call.has_q ? view_of<T>(call.p, layout, s, n) : qv;
+      call_knn<T>(ops, call.has_q ? &pv : nullptr, qv, k, idx, val, options);
     });
   });
   nb::object result = nb::make_tuple(std::move(indices.object), std::move(values.object));
-  return with_jitter(result, jitter, jittered);
+  return with_jitter(result, options.jitter, jittered);
+}
+
+nb::object pairwise_kl_op(nb::handle p, nb::handle q, int threads, double jitter, double tolerance,
+                          std::int64_t budget, nb::handle torch_path, bool for_grad) {
+  Jittered jittered;
+  const Options options = options_of(threads, jitter, budget, tolerance, false, jittered);
+  return all_pairs_op(p, q, Ops::kl, options, jittered, torch_path, for_grad);
+}
+
+nb::object knn_kl_op(nb::handle p, nb::handle q, std::int64_t k, bool exclude_self, int threads,
+                     double jitter, double tolerance, std::int64_t budget, nb::handle torch_path,
+                     bool for_grad) {
+  Jittered jittered;
+  const Options options = options_of(threads, jitter, budget, tolerance, exclude_self, jittered);
+  return nearest_op(p, q, k, Ops::kl, options, jittered, torch_path, for_grad);
 }
 
 // All pairs of any kind (as divergence_op); kl is pairwise_kl.
 nb::object pairwise_op(nb::handle p, nb::handle q, int kind, double alpha, int threads,
                        double jitter, std::int64_t budget, nb::handle torch_path, bool for_grad) {
-  Call call;
-  if (const int status = read_call(p, q, torch_path, for_grad, call)) return nb::int_(status);
-  AllPairs plan;
-  if (!plan_all_pairs(call, plan)) return nb::int_(static_cast<int>(kConvert));
-  const Shape& qb = plan.q->batch;
-  if (call.p.batch.ndim + qb.ndim > kMaxDims) throw std::invalid_argument("too many batch axes");
-  const Shape shape = result_shape(call.p.batch, qb.dims.data(), qb.ndim);
-  Result out = make_result(call.api, call.dtype, shape.ndim, shape.dims.data());
-  Layout& layout = plan.p_layout;
-  const int o = layout.add_contiguous(out.data, plan.m, itemsize(call.dtype));
-  layout.merge();
-  const std::int64_t n = layout.inner(), m = plan.m;
   Jittered jittered;
-  Options options = options_of(threads, jitter, budget, 0, false, jittered);
-  options.divergence = static_cast<Divergence>(kind);
-  options.alpha = alpha;
-  with_type(call.dtype, [&](auto t) {
-    using T = decltype(t);
-    const Gaussians<T> qv = view_of<T>(*plan.q, plan.q_layout, 0, m);
-    each_slice(layout, [&](std::int64_t s) {
-      const std::span<T> dst = span_at<T>(layout, o, s, n * m);
-      if (call.has_q) {
-        pairwise(view_of<T>(call.p, layout, s, n), qv, dst, options);
-      } else {
-        pairwise(qv, dst, options);
-      }
-    });
-  });
-  return with_jitter(std::move(out.object), jitter, jittered);
+  const Options options = divergence_options(kind, alpha, threads, jitter, budget, false, jittered);
+  return all_pairs_op(p, q, Ops::any, options, jittered, torch_path, for_grad);
 }
 
 // Nearest neighbours by any kind (as divergence_op); kl is knn_kl.
 nb::object knn_op(nb::handle p, nb::handle q, std::int64_t k, bool exclude_self, int kind,
                   double alpha, int threads, double jitter, std::int64_t budget,
                   nb::handle torch_path, bool for_grad) {
-  Call call;
-  if (const int status = read_call(p, q, torch_path, for_grad, call)) return nb::int_(status);
-  AllPairs plan;
-  if (!plan_all_pairs(call, plan)) return nb::int_(static_cast<int>(kConvert));
   Jittered jittered;
-  Options options = options_of(threads, jitter, budget, 0, exclude_self, jittered);
-  options.divergence = static_cast<Divergence>(kind);
-  options.alpha = alpha;
-  const std::int64_t m = plan.m, max_k = exclude_self ? m - 1 : m;
-  if (k < 1 || k > max_k || (call.has_q && exclude_self)) {
-    // The library's rule and message: called with no outputs, it refuses k (or exclude_self).
-    Layout& layout = plan.p_layout;
-    layout.merge();
-    with_type(call.dtype, [&](auto t) {
-      using T = decltype(t);
-      const Gaussians<T> qv = view_of<T>(*plan.q, plan.q_layout, 0, m);
-      const Gaussians<T> pv = call.has_q ? view_of<T>(call.p, layout, 0, layout.inner()) : qv;
-      if (call.has_q) {
-        knn(pv, qv, k, {}, std::span<T>(), options);
-      } else {
-        knn(pv, k, {}, std::span<T>(), options);
-      }
-    });
-    throw std::invalid_argument("[knn] k = " + std::to_string(k) + " is out of range");
-  }
-  const Shape shape = result_shape(call.p.batch, &k, 1);
-  Result indices = make_index_result(call.api, shape.ndim, shape.dims.data());
-  Result values = make_result(call.api, call.dtype, shape.ndim, shape.dims.data());
-  Layout& layout = plan.p_layout;
-  const int oi = layout.add_contiguous(indices.data, k, 8);
-  const int ov = layout.add_contiguous(values.data, k, itemsize(call.dtype));
-  layout.merge();
-  const std::int64_t n = layout.inner();
-  with_type(call.dtype, [&](auto t) {
-    using T = decltype(t);
-    const Gaussians<T> qv = view_of<T>(*plan.q, plan.q_layout, 0, m);
-    each_slice(layout, [&](std::int64_t s) {
-      const auto idx = span_at<std::int64_t>(layout, oi, s, n * k);
-      const auto val = span_at<T>(layout, ov, s, n * k);
-      if (call.has_q) {
-        knn(view_of<T>(call.p, layout, s, n), qv, k, idx, val, options);
-      } else {
-        knn(qv, k, idx, val, options);
-      }
-    });
-  });
-  nb::object result = nb::make_tuple(std::move(indices.object), std::move(values.object));
-  return with_jitter(result, jitter, jittered);
+  const Options options =
+      divergence_options(kind, alpha, threads, jitter, budget, exclude_self, jittered);
+  return nearest_op(p, q, k, Ops::any, options, jittered, torch_path, for_grad);
 }
 
 // The data addresses of a spec's arrays as the library would read them (tests: nothing copied).

@@ -155,6 +155,23 @@ void check_knn_outputs(const char* op, std::int64_t n, bool has_q, std::int64_t 
   check_size(op, "values", values, size);
 }
 
+// knn's buffers: a block of rows x m results and the best k of each of its rows.
+struct KnnBuffers {
+  detail::BlockBuffer<double> block, best;
+};
+
+KnnBuffers knn_buffers(const char* op, std::int64_t rows, std::int64_t m, std::int64_t k) {
+  KnnBuffers buffers;
+  try {
+    buffers.block = detail::BlockBuffer<double>(rows * m);
+    buffers.best = detail::BlockBuffer<double>(rows * k);
+  } catch (const std::bad_alloc&) {
+    detail::fail_out_of_memory(op, "out of memory for a block of " + show(rows) + " x " + show(m) +
+                                       " results; lower options.memory_budget");
+  }
+  return buffers;
+}
+
 // Checks the options, plans and validates an all-pairs call; returns the plan.
 template <class T>
 detail::PairsPlan plan_and_validate(const char* op, const Gaussians<T>& p, const Gaussians<T>* q,
@@ -273,23 +290,16 @@ void knn_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t k,
   detail::size_blocks(op, plan, p, q, options, row_bytes, true);
   const std::int64_t rows = plan.block_rows;
   const cpu::AllPairs pairs = prepare_all_pairs(op, p, q, plan, options);
-  detail::BlockBuffer<double> block, best;
-  try {
-    block = detail::BlockBuffer<double>(rows * m);
-    best = detail::BlockBuffer<double>(rows * k);
-  } catch (const std::bad_alloc&) {
-    detail::fail_out_of_memory(op, "out of memory for a block of " + show(rows) + " x " + show(m) +
-                                       " results; lower options.memory_budget");
-  }
+  const KnnBuffers buffers = knn_buffers(op, rows, m, k);
   for (std::int64_t lo = 0; lo < n; lo += rows) {
     const std::int64_t hi = std::min(n, lo + rows);
     run(op, p, q, [&] {
-      pairs.block(lo, hi, block.get(), workers);
-      cpu::knn_block(pairs, lo, hi, block.get(), pairs.tolerance(), k, options.exclude_self,
-                     indices.data() + lo * k, best.get(), workers);
+      pairs.block(lo, hi, buffers.block.get(), workers);
+      cpu::knn_block(pairs, lo, hi, buffers.block.get(), pairs.tolerance(), k, options.exclude_self,
+                     indices.data() + lo * k, buffers.best.get(), workers);
       return cpu::Failure{};
     });
-    std::transform(best.get(), best.get() + (hi - lo) * k, values.begin() + lo * k,
+    std::transform(buffers.best.get(), buffers.best.get() + (hi - lo) * k, values.begin() + lo * k,
                    [](double x) { return static_cast<U>(x); });
     if (options.progress) options.progress(hi, n);
   }
@@ -421,25 +431,18 @@ void knn_any(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t k,
   const std::int64_t row_bytes = detail::checked_mul(op, m + k, 8, "(M + k) * 8");
   const std::int64_t rows = divergence_block_rows(op, p, q, config, options, row_bytes, true);
   const cpu::DivergencePairs<T> pairs = prepare_divergence_pairs(op, p, q, config, options);
-  detail::BlockBuffer<double> block, best;
-  try {
-    block = detail::BlockBuffer<double>(rows * m);
-    best = detail::BlockBuffer<double>(rows * k);
-  } catch (const std::bad_alloc&) {
-    detail::fail_out_of_memory(op, "out of memory for a block of " + show(rows) + " x " + show(m) +
-                                       " results; lower options.memory_budget");
-  }
+  const KnnBuffers buffers = knn_buffers(op, rows, m, k);
   for (std::int64_t lo = 0; lo < n; lo += rows) {
     const std::int64_t hi = std::min(n, lo + rows);
     run(op, p, q, [&] {
-      const cpu::Failure f = pairs.block(lo, hi, block.get());
+      const cpu::Failure f = pairs.block(lo, hi, buffers.block.get());
       if (!f.side) {
-        cpu::knn_block_exact(m, lo, hi, block.get(), k, options.exclude_self,
-                             indices.data() + lo * k, best.get(), config.workers);
+        cpu::knn_block_exact(m, lo, hi, buffers.block.get(), k, options.exclude_self,
+                             indices.data() + lo * k, buffers.best.get(), config.workers);
       }
       return f;
     });
-    std::transform(best.get(), best.get() + (hi - lo) * k, values.begin() + lo * k,
+    std::transform(buffers.best.get(), buffers.best.get() + (hi - lo) * k, values.begin() + lo * k,
                    [](double x) { return static_cast<U>(x); });
     if (options.progress) options.progress(hi, n);
   }

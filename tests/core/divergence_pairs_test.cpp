@@ -10,51 +10,14 @@
 #include <string>
 #include <vector>
 
-#include "core/reference.hpp"
 #include "gausskl/ops.hpp"
 #include "support/batches.hpp"
 #include "support/generators.hpp"
+#include "support/kinds.hpp"
 #include "support/oracle.hpp"
 
 namespace gausskl::test {
 namespace {
-
-struct Kind {
-  Divergence kind;
-  double alpha = 0;
-};
-
-std::string name(const Kind& k) {
-  std::string s = divergence_name(k.kind);
-  if (k.kind == Divergence::renyi) s += "(" + std::to_string(k.alpha).substr(0, 4) + ")";
-  return s;
-}
-
-// The kinds other than kl; renyi with orders below and above 1.
-std::vector<Kind> kinds() {
-  return {{Divergence::jeffreys},     {Divergence::bhattacharyya}, {Divergence::hellinger},
-          {Divergence::wasserstein2}, {Divergence::renyi, 0.5},    {Divergence::renyi, 0.05},
-          {Divergence::renyi, 2.0}};
-}
-
-Options options_of(const Kind& k, std::int64_t budget = 0) {
-  Options o;
-  o.divergence = k.kind;
-  o.alpha = k.alpha;
-  o.memory_budget = budget;
-  return o;
-}
-
-// ref[i * m + j] = D(p_i || q_j).
-template <class T>
-std::vector<long double> reference(const Kind& k, const Gaussians<T>& p, const Gaussians<T>& q) {
-  const std::int64_t n = p.n(), m = q.n();
-  std::vector<long double> ref(static_cast<std::size_t>(n * m));
-  for (std::int64_t i = 0; i < n; ++i)
-    for (std::int64_t j = 0; j < m; ++j)
-      ref[static_cast<std::size_t>(i * m + j)] = reference::divergence(k.kind, k.alpha, p, i, q, j);
-  return ref;
-}
 
 template <class T, class U>
 std::vector<U> all_pairs(const Kind& k, const Gaussians<T>& p, const Gaussians<T>* q,
@@ -119,7 +82,7 @@ template <class T>
 void check(const Kind& k, const Gaussians<T>& p, const Gaussians<T>* q, const std::string& row) {
   const Gaussians<T>& qq = q ? *q : p;
   const std::int64_t n = p.n(), m = qq.n();
-  const std::vector<long double> ref = reference(k, p, qq);
+  const std::vector<long double> ref = reference_divergence_pairwise(k, p, qq);
   if (std::any_of(ref.begin(), ref.end(), [](long double x) { return std::isnan(x); })) {
     EXPECT_THROW((all_pairs<T, double>(k, p, q)), std::invalid_argument) << name(k);
     return;
@@ -150,7 +113,7 @@ void check(const Kind& k, const Gaussians<T>& p, const Gaussians<T>* q, const st
 
 TEST(DivergencePairs, AllKindsAllFamilyPairs) {
   Rng rng(160);
-  for (const Kind& k : kinds())
+  for (const Kind& k : kinds_but_kl())
     for (const Data data : all_data())
       for (const Layout& lp : family_layouts())
         for (const Layout& lq : family_layouts()) {
@@ -175,7 +138,7 @@ TEST(DivergencePairs, AllKindsAllFamilyPairs) {
 // Every diagonal parameterization on both sides, and a larger D.
 TEST(DivergencePairs, DiagonalParameterizations) {
   Rng rng(161);
-  for (const Kind& k : kinds())
+  for (const Kind& k : kinds_but_kl())
     for (const Data data : {Data::adversarial, Data::near_duplicate_1e8})
       for (const Layout& lp : all_layouts())
         for (const Layout& lq : all_layouts()) {
@@ -211,7 +174,7 @@ TEST(DivergencePairs, KlIsTheKlOperations) {
 // progress callback sees every block; pairwise_rows hands the same rows to its sink.
 TEST(DivergencePairs, BudgetBlocksProgressAndRows) {
   Rng rng(163);
-  for (const Kind& k : kinds())
+  for (const Kind& k : kinds_but_kl())
     for (const Layout& l : family_layouts()) {
       SCOPED_TRACE(name(k) + ", " + name(l));
       const auto [ps, qs] = make_specs(rng, Data::random, l.family, l.family, 9, 9, 3);
@@ -266,12 +229,8 @@ TEST(DivergencePairs, BudgetBlocksProgressAndRows) {
 }
 
 TEST(DivergencePairs, RenyiNotPositiveDefiniteNamesThePair) {
-  // alpha = 3: 3 v_q - 2 v_p < 0 for p row 1 (std 2 in dimension 2) against every q row.
-  const std::vector<double> mean(6, 0.0), ps{1, 1, 1, 1, 1, 2}, qs(6, 1.0);
-  const DiagGaussians<double> p{contiguous<double, 2>(mean.data(), {2, 3}),
-                                contiguous<double, 2>(ps.data(), {2, 3})};
-  const DiagGaussians<double> q{contiguous<double, 2>(mean.data(), {2, 3}),
-                                contiguous<double, 2>(qs.data(), {2, 3})};
+  const auto [pb, qb] = renyi3_infinite_pair();
+  const DiagGaussians<double> p = pb.view(), q = qb.view();
   std::vector<double> out(4);
   try {
     pairwise(p, q, std::span<double>(out), options_of({Divergence::renyi, 3}));

@@ -13,22 +13,54 @@
 
 namespace gausskl::test {
 
-template <class T>
-std::vector<long double> reference_kl(const Gaussians<T>& p, const Gaussians<T>& q) {
+namespace {
+
+// ref[i] = pair(i, i) for i < broadcast_rows(p.n(), q.n()), a side of one row paired with all.
+template <class T, class Pair>
+std::vector<long double> rowwise(const Gaussians<T>& p, const Gaussians<T>& q, Pair pair) {
   const std::int64_t n = broadcast_rows(p.n(), q.n());
   std::vector<long double> ref(n);
   for (std::int64_t i = 0; i < n; ++i)
-    ref[i] = reference::kl(p, p.n() == 1 ? 0 : i, q, q.n() == 1 ? 0 : i);
+    ref[i] = pair(p.n() == 1 ? 0 : i, q.n() == 1 ? 0 : i);
   return ref;
+}
+
+// ref[i * M + j] = pair(i, j).
+template <class T, class Pair>
+std::vector<long double> all_pairs(const Gaussians<T>& p, const Gaussians<T>& q, Pair pair) {
+  std::vector<long double> ref(p.n() * q.n());
+  for (std::int64_t i = 0; i < p.n(); ++i)
+    for (std::int64_t j = 0; j < q.n(); ++j)
+      ref[i * q.n() + j] = pair(i, j);
+  return ref;
+}
+
+}  // namespace
+
+template <class T>
+std::vector<long double> reference_kl(const Gaussians<T>& p, const Gaussians<T>& q) {
+  return rowwise(p, q, [&](std::int64_t i, std::int64_t j) { return reference::kl(p, i, q, j); });
 }
 
 template <class T>
 std::vector<long double> reference_pairwise(const Gaussians<T>& p, const Gaussians<T>& q) {
-  std::vector<long double> ref(p.n() * q.n());
-  for (std::int64_t i = 0; i < p.n(); ++i)
-    for (std::int64_t j = 0; j < q.n(); ++j)
-      ref[i * q.n() + j] = reference::kl(p, i, q, j);
-  return ref;
+  return all_pairs(p, q, [&](std::int64_t i, std::int64_t j) { return reference::kl(p, i, q, j); });
+}
+
+template <class T>
+std::vector<long double> reference_divergence(const Kind& k, const Gaussians<T>& p,
+                                              const Gaussians<T>& q) {
+  return rowwise(p, q, [&](std::int64_t i, std::int64_t j) {
+    return reference::divergence(k.kind, k.alpha, p, i, q, j);
+  });
+}
+
+template <class T>
+std::vector<long double> reference_divergence_pairwise(const Kind& k, const Gaussians<T>& p,
+                                                       const Gaussians<T>& q) {
+  return all_pairs(p, q, [&](std::int64_t i, std::int64_t j) {
+    return reference::divergence(k.kind, k.alpha, p, i, q, j);
+  });
 }
 
 template <class T>
@@ -107,6 +139,16 @@ template std::vector<long double> reference_pairwise(const Gaussians<float>&,
                                                      const Gaussians<float>&);
 template std::vector<long double> reference_pairwise(const Gaussians<double>&,
                                                      const Gaussians<double>&);
+template std::vector<long double> reference_divergence(const Kind&, const Gaussians<float>&,
+                                                       const Gaussians<float>&);
+template std::vector<long double> reference_divergence(const Kind&, const Gaussians<double>&,
+                                                       const Gaussians<double>&);
+template std::vector<long double> reference_divergence_pairwise(const Kind&,
+                                                                const Gaussians<float>&,
+                                                                const Gaussians<float>&);
+template std::vector<long double> reference_divergence_pairwise(const Kind&,
+                                                                const Gaussians<double>&,
+                                                                const Gaussians<double>&);
 template std::vector<long double> reference_standard_normal(const Gaussians<float>&);
 template std::vector<long double> reference_standard_normal(const Gaussians<double>&);
 template double max_error(std::span<const float>, std::span<const long double>);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gausskl/types.hpp"
+#include "support/kinds.hpp"
 
 namespace gausskl::test {
 
@@ -26,6 +27,16 @@ std::vector<long double> reference_kl(const Gaussians<T>& p, const Gaussians<T>&
 // ref[i * M + j] = KL(p_i || q_j).
 template <class T>
 std::vector<long double> reference_pairwise(const Gaussians<T>& p, const Gaussians<T>& q);
+
+// ref[i] = D(p_i || q_i) of the kind, for i < broadcast_rows(p.n(), q.n()).
+template <class T>
+std::vector<long double> reference_divergence(const Kind& k, const Gaussians<T>& p,
+                                              const Gaussians<T>& q);
+
+// ref[i * M + j] = D(p_i || q_j) of the kind.
+template <class T>
+std::vector<long double> reference_divergence_pairwise(const Kind& k, const Gaussians<T>& p,
+                                                       const Gaussians<T>& q);
 
 // ref[i] = KL(p_i || N(0, I)).
 template <class T>

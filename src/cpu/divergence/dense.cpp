@@ -152,7 +152,7 @@ void spectrum(const DenseGaussian& p, const DenseGaussian& q, const double* delt
       e[i * d + j] = e[j * d + i] = s;
     }
   }
-  jacobi_eigen(e, v, d);
+  jacobi_eigen(e, d, v);
   for (std::int64_t i = 0; i < d; ++i)
     y[i] = delta[i];
   solve_lower(q.l, d, d, y);

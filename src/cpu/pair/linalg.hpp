@@ -73,6 +73,11 @@ inline void invert_lower(const double* l, std::int64_t d, double* inv) {
   }
 }
 
+// The eigenvalues of the symmetric a [d*d] (both triangles stored) onto its diagonal by cyclic
+// Jacobi rotations, until the off-diagonal is below 2^-60 of the whole (or 64 sweeps); with v
+// [d*d], the eigenvectors too, as its columns (a = v diag v^T).
+void jacobi_eigen(double* a, std::int64_t d, double* v = nullptr) noexcept;
+
 }  // namespace gausskl::cpu
 
 namespace gausskl::cpu {
