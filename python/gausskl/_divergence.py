@@ -196,11 +196,11 @@ class _PairsRequest(_Request):
         q = None if self.q is None else self.q._spec
         if self.op == "pairwise":
             return _ext.pairwise(self.p._spec, q, KINDS.index(self.kind), self.alpha,
-                                 self.threads, self.jitter.eps, self.budget, self.torch_path,
-                                 for_grad)
+                                 self.threads, self.jitter.eps, self.tolerance, self.budget,
+                                 self.torch_path, for_grad)
         return _ext.knn(self.p._spec, q, self.k, self.exclude_self, KINDS.index(self.kind),
-                        self.alpha, self.threads, self.jitter.eps, self.budget, self.torch_path,
-                        for_grad)
+                        self.alpha, self.threads, self.jitter.eps, self.tolerance, self.budget,
+                        self.torch_path, for_grad)
 
     def run(self, got=None):
         if got is None:
@@ -237,9 +237,11 @@ def pairwise(p, q=None, kind: str = "kl", alpha: float | None = None, *, jitter:
     """All pairs of any divergence: ``out[i, j] = D(p_i || q_j)`` in nats; without ``q``,
     ``q = p`` and the diagonal is exactly 0.
 
-    ``kind="kl"`` is exactly ``gk.pairwise_kl`` (gradients, torch path, ``tolerance``). The other
-    kinds (those of ``gk.divergence``, ``alpha`` for renyi) are computed exactly by the library,
-    per pair, in double (``tolerance`` does not apply): NumPy and torch CPU arrays, any families,
+    ``kind="kl"`` is exactly ``gk.pairwise_kl`` (gradients, torch path). The other kinds (those
+    of ``gk.divergence``, ``alpha`` for renyi) are the library's: ``jeffreys`` and
+    ``wasserstein2`` of two diagonal batches by KL's tiled kernel within ``tolerance`` as
+    ``gk.pairwise_kl``, everything else exactly per pair in double (where ``tolerance`` changes
+    nothing): NumPy and torch CPU arrays, any families,
     batch shapes as ``gk.pairwise_kl`` (the result is ``p.batch_shape + q.batch_shape``). With
     ``q = p`` a symmetric kind gives a bit-symmetric matrix. Gradients and arrays on other devices
     are not implemented yet for those kinds (NotImplementedError).
@@ -259,7 +261,8 @@ def pairwise(p, q=None, kind: str = "kl", alpha: float | None = None, *, jitter:
     p, q = _pairs_inputs("pairwise", p, q)
     jitter, memory_budget, threads = _options.common("pairwise", jitter, memory_budget, threads)
     request = _PairsRequest("pairwise", kind, a, p, q, threads=threads, jitter=jitter,
-                            budget=memory_budget, torch_path=torch_path)
+                            budget=memory_budget, torch_path=torch_path,
+                            tolerance=_options.tolerance("pairwise", tolerance))
     return request.run()
 
 
@@ -269,8 +272,8 @@ def knn(p, q=None, *, k: int, kind: str = "kl", alpha: float | None = None,
     """Nearest neighbours by any divergence: for each ``p_i``, the ``k`` smallest
     ``D(p_i || q_j)``, ascending, ties to the lower ``j``; returns ``(indices, values)``.
 
-    ``kind="kl"`` is exactly ``gk.knn_kl``. The other kinds are the library's exact values, as
-    ``gk.pairwise`` computes them (the same bits), selected row by row without keeping the
+    ``kind="kl"`` is exactly ``gk.knn_kl``. The other kinds are the library's values, as
+    ``gk.pairwise`` computes them with the same ``tolerance`` (the same bits), selected row by row without keeping the
     ``[N, M]`` matrix; ``exclude_self`` (without q) leaves out ``j == i``. No gradients yet for
     those kinds (NotImplementedError).
 
@@ -293,5 +296,6 @@ def knn(p, q=None, *, k: int, kind: str = "kl", alpha: float | None = None,
         raise TypeError(f"[knn] k must be an int, found {type(k).__name__}")
     request = _PairsRequest("knn", kind, a, p, q, threads=threads, jitter=jitter,
                             budget=memory_budget, torch_path=torch_path, k=k,
-                            exclude_self=bool(exclude_self))
+                            exclude_self=bool(exclude_self),
+                            tolerance=_options.tolerance("knn", tolerance))
     return request.run()

@@ -76,12 +76,12 @@ def pairwise_kl(p: object, q: object | None, threads: int, jitter: float, tolera
     out[i..., j...] = KL(p_i || q_j); q None: q = p. A Status int when not the library's.
     """
 
-def pairwise(p: object, q: object | None, kind: int, alpha: float, threads: int, jitter: float, memory_budget: int, torch_path: object | None, for_grad: bool = False) -> object:
+def pairwise(p: object, q: object | None, kind: int, alpha: float, threads: int, jitter: float, tolerance: float, memory_budget: int, torch_path: object | None, for_grad: bool = False) -> object:
     """
     out[i..., j...] = D(p_i || q_j) of the kind DIVERGENCES[kind]; q None: q = p. A Status int when not the library's.
     """
 
-def knn(p: object, q: object | None, k: int, exclude_self: bool, kind: int, alpha: float, threads: int, jitter: float, memory_budget: int, torch_path: object | None, for_grad: bool = False) -> object:
+def knn(p: object, q: object | None, k: int, exclude_self: bool, kind: int, alpha: float, threads: int, jitter: float, tolerance: float, memory_budget: int, torch_path: object | None, for_grad: bool = False) -> object:
     """
     (indices, values) of the k smallest D(p_i || q_j) per i; a Status int when not the library's.
     """

@@ -58,8 +58,8 @@ std::int64_t rows_of(const Side& side, const Side* other, const Layout& layout) 
 
 // Options of any kind (the index into gausskl::divergence_names) and Renyi's alpha (0: unset).
 Options divergence_options(int kind, double alpha, int threads, double jitter, std::int64_t budget,
-                           bool exclude_self, Jittered& jittered) {
-  Options options = options_of(threads, jitter, budget, 0, exclude_self, jittered);
+                           double tolerance, bool exclude_self, Jittered& jittered) {
+  Options options = options_of(threads, jitter, budget, tolerance, exclude_self, jittered);
   options.divergence = static_cast<Divergence>(kind);
   options.alpha = alpha;
   return options;
@@ -109,7 +109,8 @@ nb::object divergence_op(nb::handle p, nb::handle q, int kind, double alpha, int
   const std::int64_t n = layout.inner();
   const std::int64_t np = rows_of(call.p, &call.q, layout), nq = rows_of(call.q, &call.p, layout);
   Jittered jittered;
-  const Options options = divergence_options(kind, alpha, threads, jitter, budget, false, jittered);
+  const Options options =
+      divergence_options(kind, alpha, threads, jitter, budget, 0, false, jittered);
   with_type(call.dtype, [&](auto t) {
     using T = decltype(t);
     each_slice(layout, [&](std::int64_t s) {
@@ -282,19 +283,21 @@ nb::object knn_kl_op(nb::handle p, nb::handle q, std::int64_t k, bool exclude_se
 
 // All pairs of any kind (as divergence_op); kl is pairwise_kl.
 nb::object pairwise_op(nb::handle p, nb::handle q, int kind, double alpha, int threads,
-                       double jitter, std::int64_t budget, nb::handle torch_path, bool for_grad) {
+                       double jitter, double tolerance, std::int64_t budget, nb::handle torch_path,
+                       bool for_grad) {
   Jittered jittered;
-  const Options options = divergence_options(kind, alpha, threads, jitter, budget, false, jittered);
+  const Options options =
+      divergence_options(kind, alpha, threads, jitter, budget, tolerance, false, jittered);
   return all_pairs_op(p, q, Ops::any, options, jittered, torch_path, for_grad);
 }
 
 // Nearest neighbours by any kind (as divergence_op); kl is knn_kl.
 nb::object knn_op(nb::handle p, nb::handle q, std::int64_t k, bool exclude_self, int kind,
-                  double alpha, int threads, double jitter, std::int64_t budget,
+                  double alpha, int threads, double jitter, double tolerance, std::int64_t budget,
                   nb::handle torch_path, bool for_grad) {
   Jittered jittered;
   const Options options =
-      divergence_options(kind, alpha, threads, jitter, budget, exclude_self, jittered);
+      divergence_options(kind, alpha, threads, jitter, budget, tolerance, exclude_self, jittered);
   return nearest_op(p, q, k, Ops::any, options, jittered, torch_path, for_grad);
 }
 
@@ -384,13 +387,13 @@ void bind_ops(nb::module_& m) {
         arg("tolerance"), arg("memory_budget"), arg("torch_path").none(), arg("for_grad") = false,
         "out[i..., j...] = KL(p_i || q_j); q None: q = p. A Status int when not the library's.");
   m.def("pairwise", &pairwise_op, arg("p"), arg("q").none(), arg("kind"), arg("alpha"),
-        arg("threads"), arg("jitter"), arg("memory_budget"), arg("torch_path").none(),
-        arg("for_grad") = false,
+        arg("threads"), arg("jitter"), arg("tolerance"), arg("memory_budget"),
+        arg("torch_path").none(), arg("for_grad") = false,
         "out[i..., j...] = D(p_i || q_j) of the kind DIVERGENCES[kind]; q None: q = p. A Status "
         "int when not the library's.");
   m.def("knn", &knn_op, arg("p"), arg("q").none(), arg("k"), arg("exclude_self"), arg("kind"),
-        arg("alpha"), arg("threads"), arg("jitter"), arg("memory_budget"), arg("torch_path").none(),
-        arg("for_grad") = false,
+        arg("alpha"), arg("threads"), arg("jitter"), arg("tolerance"), arg("memory_budget"),
+        arg("torch_path").none(), arg("for_grad") = false,
         "(indices, values) of the k smallest D(p_i || q_j) per i; a Status int when not the "
         "library's.");
   m.def("knn_kl", &knn_kl_op, arg("p"), arg("q").none(), arg("k"), arg("exclude_self"),

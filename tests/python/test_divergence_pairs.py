@@ -125,3 +125,28 @@ def test_errors():
     with pytest.raises(gk.MemoryBudgetError, match=r"\[pairwise\] the memory budget"):
         gk.pairwise(_make(np.random.default_rng(1), "full", 3, 3)[0], kind="hellinger",
                     memory_budget=64)
+
+
+@pytest.mark.parametrize("kind", ["jeffreys", "wasserstein2"])
+def test_tolerance_reaches_the_tiled_kinds(kind):
+    """The tiled kinds of two diagonal batches keep KL's contract for tolerance: every entry
+    within tolerance * (|D| + 1) of the exact per-pair values (gk.divergence row by row), for
+    the default and a loose tolerance; knn uses the same values; a tolerance out of range is
+    the library's OptionError, one of the wrong type a TypeError (the same as pairwise_kl)."""
+    rng = np.random.default_rng(7)
+    n, d = 40, 64
+    p = gk.DiagGaussian(rng.normal(size=(n, d)) + 300.0, std=rng.uniform(0.5, 2.0, (n, d)))
+    q = gk.DiagGaussian(rng.normal(size=(n, d)) + 300.0, std=rng.uniform(0.5, 2.0, (n, d)))
+    exact = np.stack([gk.divergence(gk.DiagGaussian(np.repeat(p.mean[i:i + 1], n, 0),
+                                                    std=np.repeat(p.scale[i:i + 1], n, 0)),
+                                    q, kind=kind) for i in range(n)])
+    for tol in (None, 1e-3):
+        got = gk.pairwise(p, q, kind=kind, tolerance=tol)
+        bound = 1e-13 if tol is None else tol
+        assert np.max(np.abs(got - exact) / (np.abs(exact) + 1)) <= bound
+        idx, val = gk.knn(p, q, k=3, kind=kind, tolerance=tol)
+        np.testing.assert_array_equal(val, np.take_along_axis(got, idx, 1))
+    with pytest.raises(gk.OptionError, match=r"\[pairwise\] .*tolerance"):
+        gk.pairwise(p, q, kind=kind, tolerance=-1.0)
+    with pytest.raises(TypeError, match=r"\[knn\] tolerance must be a real number"):
+        gk.knn(p, q, k=1, kind=kind, tolerance="1e-3")
