@@ -105,26 +105,6 @@ std::vector<U> run(const Options& o, const DiagGaussians<T>& p, const DiagGaussi
   return out;
 }
 
-// The k smallest of each row by (value, index), as knn must give them.
-void sorted_rows(const std::vector<double>& values, std::int64_t n, std::int64_t m, std::int64_t k,
-                 bool exclude_self, std::vector<std::int64_t>& idx, std::vector<double>& val) {
-  idx.clear();
-  val.clear();
-  for (std::int64_t i = 0; i < n; ++i) {
-    std::vector<std::int64_t> order;
-    for (std::int64_t j = 0; j < m; ++j) {
-      if (!(exclude_self && j == i)) order.push_back(j);
-    }
-    const double* row = values.data() + i * m;
-    std::stable_sort(order.begin(), order.end(),
-                     [row](std::int64_t a, std::int64_t b) { return row[a] < row[b]; });
-    for (std::int64_t r = 0; r < k; ++r) {
-      idx.push_back(order[static_cast<std::size_t>(r)]);
-      val.push_back(row[order[static_cast<std::size_t>(r)]]);
-    }
-  }
-}
-
 template <class T>
 void check_knn(const Options& o, const DiagGaussians<T>& p, const DiagGaussians<T>* q,
                const std::vector<double>& matrix, std::int64_t k, bool exclude_self) {

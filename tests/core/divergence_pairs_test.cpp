@@ -32,26 +32,6 @@ std::vector<U> all_pairs(const Kind& k, const Gaussians<T>& p, const Gaussians<T
   return out;
 }
 
-// The k smallest of each row of `values` [n, m] by (value, index), leaving out j == i with
-// exclude_self.
-void sorted_rows(const std::vector<double>& values, std::int64_t n, std::int64_t m, std::int64_t k,
-                 bool exclude_self, std::vector<std::int64_t>& idx, std::vector<double>& val) {
-  idx.clear();
-  val.clear();
-  for (std::int64_t i = 0; i < n; ++i) {
-    std::vector<std::int64_t> order;
-    for (std::int64_t j = 0; j < m; ++j)
-      if (!(exclude_self && j == i)) order.push_back(j);
-    const double* row = values.data() + i * m;
-    std::stable_sort(order.begin(), order.end(),
-                     [row](std::int64_t a, std::int64_t b) { return row[a] < row[b]; });
-    for (std::int64_t r = 0; r < k; ++r) {
-      idx.push_back(order[static_cast<std::size_t>(r)]);
-      val.push_back(row[order[static_cast<std::size_t>(r)]]);
-    }
-  }
-}
-
 // knn equals the sorted rows of pairwise, bit for bit in double.
 template <class T>
 void check_knn(const Kind& k, const Gaussians<T>& p, const Gaussians<T>* q,

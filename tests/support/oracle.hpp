@@ -20,6 +20,11 @@ inline std::int64_t broadcast_rows(std::int64_t n_p, std::int64_t n_q) {
   return n_p == 1 ? n_q : n_p;
 }
 
+// The k smallest of each row of `values` [n, m] by (value, index), leaving out j == i with
+// exclude_self: the knn a pairwise matrix implies.
+void sorted_rows(const std::vector<double>& values, std::int64_t n, std::int64_t m, std::int64_t k,
+                 bool exclude_self, std::vector<std::int64_t>& idx, std::vector<double>& val);
+
 // ref[i] = KL(p_i || q_i) for i < broadcast_rows(p.n(), q.n()).
 template <class T>
 std::vector<long double> reference_kl(const Gaussians<T>& p, const Gaussians<T>& q);

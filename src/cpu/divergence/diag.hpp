@@ -11,6 +11,17 @@
 
 namespace gausskl::cpu {
 
+// Rows [first, first + count) of a diagonal batch, as a batch of its own.
+template <class T>
+DiagGaussians<T> rows_of(const DiagGaussians<T>& g, std::int64_t first, std::int64_t count) {
+  DiagGaussians<T> r = g;
+  r.mean.data += first * g.mean.strides[0];
+  r.mean.shape[0] = count;
+  r.scale.data += first * g.scale.strides[0];
+  r.scale.shape[0] = count;
+  return r;
+}
+
 // out[i - lo] = D(p_i || q_i) for rows lo <= i < hi (a side with one row broadcasting), in
 // double. Renyi with alpha > 1 and a dimension whose mixed variance alpha v_q + (1 - alpha) v_p
 // is not positive: returns the first such row (and sets *dim, *value to the dimension and the

@@ -20,17 +20,6 @@ namespace {
 
 constexpr double kUnit = std::numeric_limits<double>::epsilon() / 2;
 
-// Rows [first, first + count) of a diagonal batch, as a batch of its own.
-template <class T>
-DiagGaussians<T> rows_of(const DiagGaussians<T>& g, std::int64_t first, std::int64_t count) {
-  DiagGaussians<T> r = g;
-  r.mean.data += first * g.mean.strides[0];
-  r.mean.shape[0] = count;
-  r.scale.data += first * g.scale.strides[0];
-  r.scale.shape[0] = count;
-  return r;
-}
-
 // The relative error of sigma as diag_terms computes it: exact for std, one rounding of a square
 // root for var, exp's (within an ulp) or a square root and a division for logvar and precision;
 // 4u covers each with room.

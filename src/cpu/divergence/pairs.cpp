@@ -14,17 +14,6 @@ const DiagGaussians<T>* as_diag(const Gaussians<T>& g) {
   return std::get_if<DiagGaussians<T>>(&g.variant());
 }
 
-// Rows [first, first + count) of a diagonal batch, as a batch of its own.
-template <class T>
-DiagGaussians<T> rows_of(const DiagGaussians<T>& g, std::int64_t first, std::int64_t count) {
-  DiagGaussians<T> r = g;
-  r.mean.data += first * g.mean.strides[0];
-  r.mean.shape[0] = count;
-  r.scale.data += first * g.scale.strides[0];
-  r.scale.shape[0] = count;
-  return r;
-}
-
 bool symmetric(Divergence kind) {
   return kind != Divergence::renyi && kind != Divergence::kl;
 }
