@@ -113,10 +113,15 @@ bench: bench-build python
 	@$(PY) bench/peers.py --only seeds
 
 # gausskl side by side with PyTorch (forum broadcast, torch.distributions, GEMM in torch, SGEMM
-# floor, the seeds' own calls against the same calls from C++): rewrites the results section of
-# bench/README.md and bench/plots/*.png (~5-12 min; run it on a quiet machine).
-# `.venv/bin/python bench/peers.py --quick` is a < 30 s smoke run.
+# floor, the seeds' own calls against the same calls from C++; the other divergences against the
+# broadcasts users write and POT): rewrites the results sections of bench/README.md and
+# bench/plots/*.png (~15-20 min; run it on a quiet machine). POT (Python Optimal Transport), the
+# W2 peer, is installed here: only this target needs it (without it its jobs are skipped).
+# `.venv/bin/python bench/peers.py --quick` is a < 60 s smoke run.
+POT := pot==0.9.7.post1
 bench-peers: bench-build python
+	@$(PY) -c "import ot" 2>/dev/null || \
+	  { echo "bench-peers: pip install $(POT)"; $(PY) -m pip install -q "$(POT)"; }
 	@$(PY) bench/peers.py --out bench/README.md
 
 # gausskl-dask against gausskl on this machine (bench/dask_scale.py; see bench/README.md, "Scaling
