@@ -12,6 +12,7 @@
 #include "cpu/diag_pairs/loops.hpp"
 #include "cpu/diag_pairs/pack.hpp"
 #include "cpu/diag_pairs/row_terms.hpp"
+#include "cpu/divergence/bhat_ukr.hpp"
 #include "cpu/divergence/diag.hpp"
 #include "cpu/tunables.hpp"
 
@@ -27,14 +28,39 @@ double sigma_error(DiagParam param) {
   return param == DiagParam::stddev ? 0.0 : 4 * kUnit;
 }
 
+bool is_bhat(Divergence kind) {
+  return kind == Divergence::bhattacharyya || kind == Divergence::hellinger;
+}
+
 // The tiles' rows and columns: a panel of the packed operands (diag_pairs/loops.hpp), whose
-// boundaries are where diag_quadratic_loops_packed may start.
-std::int64_t panel_of(const DiagKernel<double>& kernel) {
-  return diag_panel_columns(kernel.tile.nr);
+// boundaries are where diag_quadratic_loops_packed may start; for bhattacharyya, whole micro-panels
+// of both the kernel's rows and columns (powers of 2).
+std::int64_t panel_of(Divergence kind) {
+  if (is_bhat(kind)) {
+    const BhatTile t = bhat_kernel().tile;
+    const std::int64_t unit = std::max(t.mr, t.nr);
+    return kDiagNC / unit * unit;
+  }
+  return diag_panel_columns(diag_kernel<double>().tile.nr);
 }
 
 std::int64_t depth_of(Divergence kind, std::int64_t d) {
   return kind == Divergence::wasserstein2 ? 2 * d : d;
+}
+
+// prod_h v_h = 2^e m with m in [1, 2): log m and e, the product renormalized after every factor
+// (v_h in [1e-300, 1e300]: each product normal), d roundings.
+void log_product(const double* v, std::int64_t d, double* log_mant, double* log2) {
+  double m = 1;
+  std::int64_t e = 0;
+  for (std::int64_t h = 0; h < d; ++h) {
+    int ex = 0;
+    m = std::frexp(m * v[h], &ex);  // [1/2, 1)
+    e += ex;
+  }
+  if (d > 0) m *= 2, e -= 1;
+  *log_mant = std::log(m);
+  *log2 = static_cast<double>(e);
 }
 
 }  // namespace
@@ -50,7 +76,31 @@ DiagDivergenceTiles<T>::DiagDivergenceTiles(const DiagGaussians<T>& p, const Dia
       depth_(depth_of(config.kind, p.mean.shape[1])),
       self_(q == nullptr),
       config_(config),
-      kernel_(diag_kernel<double>()) {
+      bhat_(is_bhat(config.kind)),
+      panel_(panel_of(config.kind)),
+      kernel_(diag_kernel<double>()),
+      bhat_kernel_(bhat_kernel()) {
+  if (bhat_) {
+    // The kernel's quad against sum_h a_h / s_h of the exact inputs, per term (first order): a =
+    // fl(fl(mu - nu)^2) 3u; v_p, v_q within 2u each and s their rounded sum, 3u; the chunk's
+    // fraction: a P once, N's update twice (a multiply and an add without FMA), P's product once
+    // per term of the chunk, the division once; the chunks' sum once per chunk. The 1.01 covers
+    // the higher orders. Renormalizations scale by powers of 2, exactly.
+    const double dd = static_cast<double>(d_), chunk = static_cast<double>(kBhatChunkTerms);
+    const double chain = 1.01 * kUnit * (3 * std::min(chunk, dd) + 8 + std::ceil(dd / chunk));
+    bhat_quad_bound_ = chain / (1 - chain);
+    // The log part L = 1/2 sum_h [log s_h - 1/2 log v_ph - 1/2 log v_qh - log 2], in units of u,
+    // per term: v_p and v_q within 2u move it by at most 1/4 (2u + 2u) (its derivative in
+    // log v_p is v_p / (2 s) - 1/4); s's rounding 1/2 u; the kernel's product of s 1/2 u, the two
+    // rows' products 1/4 u each. Per entry: the logarithms of the mantissas (Highway's Log within
+    // 4 ulp, libm's within 1, of values < 0.7: 1/2 4u + 1/4 2u) and the roundings of the
+    // mantissas' sums (values < 1.4, < 2u): 16u with room. log 2 times the exponents and the
+    // final sums: per entry, from their sizes (bhat_tile()).
+    bhat_log_bound_ = 1.01 * kUnit * (2.5 * dd + 16);
+    prepare_bhat(p_, p_side_, true, self_);
+    if (!self_) prepare_bhat(q_, q_side_, false, true);
+    return;
+  }
   const bool w2 = config.kind == Divergence::wasserstein2;
   // jeffreys: v and lam within 2u each (diag_row_terms), which bound each non-negative term's
   // rounding as in the KL plan; wasserstein2's c = 0 and e = 1 are exact, sigma's rounding is
@@ -60,7 +110,7 @@ DiagDivergenceTiles<T>::DiagDivergenceTiles(const DiagGaussians<T>& p, const Dia
   if (w2) {
     sigma_error_p_ = sigma_error(p_.param);
     sigma_error_q_ = sigma_error(q_.param);
-    const std::int64_t panel = panel_of(kernel_);
+    const std::int64_t panel = panel_;
     zeros_.resize(static_cast<std::size_t>(panel * depth_));
     std::fill(zeros_.data(), zeros_.data() + panel * depth_, 0.0);
   }
@@ -69,10 +119,56 @@ DiagDivergenceTiles<T>::DiagDivergenceTiles(const DiagGaussians<T>& p, const Dia
 }
 
 template <class T>
+void DiagDivergenceTiles<T>::prepare_bhat(const DiagGaussians<T>& g, Side& side, bool as_rows,
+                                          bool as_cols) const {
+  const std::int64_t rows = g.mean.shape[0], d = d_, panel = panel_;
+  const BhatTile t = bhat_kernel_.tile;
+  const bool rows_apart = as_rows && t.mr != t.nr;
+  if (as_cols || !rows_apart)
+    side.packed.resize(static_cast<std::size_t>(diag_packed_q_size(rows, d, t.nr)));
+  if (rows_apart)
+    side.packed_rows.resize(static_cast<std::size_t>(diag_packed_q_size(rows, d, t.mr)));
+  for (auto* v : {&side.log_mant_v, &side.log2_v, &side.min_v, &side.max_v})
+    v->resize(static_cast<std::size_t>(rows));
+  // Per worker: a panel of rows of means and variances, and a row of scale parameters.
+  const int workers = std::max(config_.workers, 1);
+  const std::int64_t scratch = 2 * panel * d + d;
+  Buffer<double> buffers;
+  buffers.resize(static_cast<std::size_t>(workers * scratch));
+  const std::int64_t panels = (rows + panel - 1) / panel;
+  std::atomic<std::int64_t> next{0};
+  parallel_for(
+      std::min<std::int64_t>(workers, panels), workers, [&](int w, std::int64_t, std::int64_t) {
+        double* const mu = buffers.data() + w * scratch;
+        double* const v = mu + panel * d;
+        double* const x = v + panel * d;
+        for (std::int64_t u; (u = next.fetch_add(1, std::memory_order_relaxed)) < panels;) {
+          const std::int64_t j0 = u * panel, count = std::min(panel, rows - j0);
+          for (std::int64_t r = 0; r < count; ++r) {
+            const std::int64_t i = j0 + r;
+            for (std::int64_t h = 0; h < d; ++h) {
+              mu[r * d + h] = static_cast<double>(g.mean(i, h));
+              x[h] = static_cast<double>(g.scale(i, h));
+            }
+            const DiagRowSums sums = diag_row_terms(g.param, x, d, v + r * d, nullptr);
+            const auto k = static_cast<std::size_t>(i);
+            side.min_v[k] = sums.min_variance;
+            side.max_v[k] = sums.max_variance;
+            log_product(v + r * d, d, &side.log_mant_v[k], &side.log2_v[k]);
+          }
+          if (side.packed.size() > 0)
+            pack_diag_q(mu, v, d, count, d, t.nr, side.packed.data() + j0 * 2 * d);
+          if (rows_apart)
+            pack_diag_q(mu, v, d, count, d, t.mr, side.packed_rows.data() + j0 * 2 * d);
+        }
+      });
+}
+
+template <class T>
 void DiagDivergenceTiles<T>::prepare(const DiagGaussians<T>& g, Side& side) const {
   const bool w2 = config_.kind == Divergence::wasserstein2;
   const std::int64_t rows = g.mean.shape[0], d = d_, k = depth_;
-  const std::int64_t nr = kernel_.tile.nr, panel = panel_of(kernel_);
+  const std::int64_t nr = kernel_.tile.nr, panel = panel_;
   side.a.resize(static_cast<std::size_t>(rows * k));
   if (!w2) side.c.resize(static_cast<std::size_t>(rows * d));
   side.packed.resize(static_cast<std::size_t>(diag_packed_q_size(rows, k, nr)));
@@ -129,8 +225,24 @@ PairsBytes DiagDivergenceTiles<T>::footprint(std::int64_t n, std::int64_t m, std
                                              bool self, const DivergenceConfig& config) {
   const bool w2 = config.kind == Divergence::wasserstein2;
   const DiagKernel<double> kernel = diag_kernel<double>();
-  const std::int64_t k = depth_of(config.kind, d), panel = panel_of(kernel);
+  const std::int64_t k = depth_of(config.kind, d), panel = panel_of(config.kind);
   const std::int64_t workers = std::max(config.workers, 1);
+  if (is_bhat(config.kind)) {
+    const BhatTile t = bhat_kernel().tile;
+    auto side = [&](std::int64_t rows, bool as_rows, bool as_cols) {
+      const bool rows_apart = as_rows && t.mr != t.nr;
+      std::int64_t values = sat_mul(4, rows);
+      if (as_cols || !rows_apart) values = sat_add(values, diag_packed_q_size(rows, d, t.nr));
+      if (rows_apart) values = sat_add(values, diag_packed_q_size(rows, d, t.mr));
+      return sat_mul(8, values);
+    };
+    PairsBytes b;
+    b.kept = sat_add(side(n, true, self), self ? 0 : side(m, false, true));
+    const std::int64_t prepare = sat_mul(8, sat_mul(workers, 2 * panel * d + d));
+    const std::int64_t block = sat_mul(workers, sat_mul(8, 3 * panel * panel));  // bhat_tile()
+    b.work = std::max(prepare, block);
+    return b;
+  }
   auto side = [&](std::int64_t rows) {
     const std::int64_t values = sat_add(sat_add(sat_mul(rows, k), w2 ? rows : sat_mul(rows, d)),
                                         diag_packed_q_size(rows, k, kernel.tile.nr));
@@ -159,8 +271,12 @@ template <class T>
 void DiagDivergenceTiles<T>::tile(std::int64_t c0, std::int64_t r0, std::int64_t r1,
                                   std::int64_t j0, std::int64_t j1, double* work, double* out,
                                   std::int64_t ldo, double* out_t) const {
+  if (bhat_) {
+    bhat_tile(r0, r1, j0, j1, work, out, ldo, out_t);
+    return;
+  }
   const bool w2 = config_.kind == Divergence::wasserstein2;
-  const std::int64_t k = depth_, panel = panel_of(kernel_), rows = r1 - r0, cols = j1 - j0;
+  const std::int64_t k = depth_, panel = panel_, rows = r1 - r0, cols = j1 - j0;
   const Side& qs = self_ ? p_side_ : q_side_;
   double* const q1 = work;  // q1[r * panel + c]: Q of p_{r0 + r} against q_{j0 + c}
   diag_quadratic_loops_packed(kernel_, p_side_.a.data() + r0 * k,
@@ -172,7 +288,7 @@ void DiagDivergenceTiles<T>::tile(std::int64_t c0, std::int64_t r0, std::int64_t
                                 p_side_.packed.data(), n_, c0, std::min(c0 + panel, n_), k, q2,
                                 panel);
   }
-  const double tolerance = config_.tolerance, c = kernel_bound_, dims = static_cast<double>(d_);
+  const double c = kernel_bound_, dims = static_cast<double>(d_);
   for (std::int64_t r = 0; r < rows; ++r) {
     const std::int64_t i = r0 + r;
     for (std::int64_t col = 0; col < cols; ++col) {
@@ -194,14 +310,81 @@ void DiagDivergenceTiles<T>::tile(std::int64_t c0, std::int64_t r0, std::int64_t
         value = 0.5 * s - dims;
         bound = (0.5 * c + 2 * kUnit) * s + 2 * kUnit * std::abs(value);
       }
-      // Near 0 (near-duplicates) the bound is large against the value: recomputed, so that small
-      // values keep their relative accuracy. NaN never reaches here (non-negative terms, finite
-      // or +inf).
-      if (!(bound <= tolerance * (std::abs(value) + 1) && bound <= 0.01 * value))
-        value = exact(i, j);
-      if (self_ && i == j) value = 0;
-      out[r * ldo + col] = value;
-      if (out_t) out_t[col * ldo + r] = value;
+      put(i, j, value, value, bound, config_.tolerance, out + r * ldo + col,
+          out_t ? out_t + col * ldo + r : nullptr);
+    }
+  }
+}
+
+template <class T>
+void DiagDivergenceTiles<T>::put(std::int64_t i, std::int64_t j, double value, double checked,
+                                 double bound, double tolerance, double* out, double* out_t) const {
+  // Near 0 (near-duplicates) the bound is large against the value: recomputed, so that small
+  // values keep their relative accuracy. A NaN bound (never from finite inputs) is recomputed too.
+  if (!(bound <= tolerance * (std::abs(checked) + 1) && bound <= 0.01 * checked))
+    value = exact(i, j);
+  if (self_ && i == j) value = 0;
+  *out = value;
+  if (out_t) *out_t = value;
+}
+
+template <class T>
+void DiagDivergenceTiles<T>::bhat_tile(std::int64_t r0, std::int64_t r1, std::int64_t j0,
+                                       std::int64_t j1, double* work, double* out, std::int64_t ldo,
+                                       double* out_t) const {
+  const BhatTile t = bhat_kernel_.tile;
+  const std::int64_t d = d_, panel = panel_, cols = j1 - j0;
+  const std::int64_t ra = r0 / t.mr * t.mr;  // the micro-panel of r0 (r0's chunk starts on one)
+  const Side& qs = self_ ? p_side_ : q_side_;
+  double* const quad = work;  // [(i - ra) * panel + j - j0]
+  double* const log_mant = work + panel * panel;
+  double* const expo = log_mant + panel * panel;
+  const double* const p_rows = p_side_.rows(t);
+  for (std::int64_t jr = j0; jr < j1; jr += t.nr) {
+    const double* const qp = qs.packed.data() + jr * 2 * d;
+    for (std::int64_t ir = ra; ir < r1; ir += t.mr) {
+      const std::int64_t at = (ir - ra) * panel + (jr - j0);
+      bhat_kernel_.ukr(std::min(t.mr, r1 - ir), std::min(t.nr, j1 - jr), d, p_rows + ir * 2 * d, qp,
+                       quad + at, log_mant + at, expo + at, panel, t);
+    }
+  }
+  constexpr double kLog2 = 0.69314718055994530942;
+  const double dims = static_cast<double>(d), quad_bound = 0.25 * bhat_quad_bound_;
+  // Partial products below 2^-993 make N's underflows at most 2^-82 each in quad's units.
+  const double tiny = 3 * dims * 0x1p-82;
+  // hellinger: H of B within 4 ulp (8u H) and, by the mean value theorem, e^-xi |B_hat - B| with
+  // xi >= 0.99 B_hat (the 1% rule), where e^-xi (B + 1) <= 1.0001: certifying B to
+  // 0.999 tolerance - 8u leaves H within tolerance (H + 1).
+  const bool hellinger = config_.kind == Divergence::hellinger;
+  const double tolerance = hellinger ? 0.999 * config_.tolerance - 8 * kUnit : config_.tolerance;
+  double values[kDiagNC], bounds[kDiagNC], h_values[kDiagNC];
+  for (std::int64_t i = r0; i < r1; ++i) {
+    const auto pi = static_cast<std::size_t>(i);
+    for (std::int64_t col = 0; col < cols; ++col) {
+      const auto qj = static_cast<std::size_t>(j0 + col);
+      const std::int64_t at = (i - ra) * panel + col;
+      double value = 0, bound = HUGE_VAL;
+      if (bhat_range_ok(p_side_.min_v[pi], p_side_.max_v[pi], qs.min_v[qj], qs.max_v[qj])) {
+        // 2 L = [log m_s - 1/2 (log m_p + log m_q)] + log 2 [e_s - D - 1/2 (e_p + e_q)], the
+        // exponents' bracket exact (integers and halves far below 2^53).
+        const double x = log_mant[at] - 0.5 * (p_side_.log_mant_v[pi] + qs.log_mant_v[qj]);
+        const double y = kLog2 * (expo[at] - dims - 0.5 * (p_side_.log2_v[pi] + qs.log2_v[qj]));
+        const double l = x + y;
+        value = 0.25 * quad[at] + 0.5 * l;
+        // log 2's rounding and y's (u |y| in L), x + y's (1/2 u |l|), the final sum's.
+        bound = quad_bound * quad[at] + bhat_log_bound_ +
+                kUnit * (std::abs(y) + std::abs(l) + 2 * std::abs(value)) + tiny;
+      }
+      values[col] = value;
+      bounds[col] = bound;
+    }
+    if (hellinger) {
+      std::copy(values, values + cols, h_values);
+      bhat_hellinger(h_values, cols);
+    }
+    for (std::int64_t col = 0; col < cols; ++col) {
+      put(i, j0 + col, hellinger ? h_values[col] : values[col], values[col], bounds[col], tolerance,
+          out + (i - r0) * ldo + col, out_t ? out_t + col * ldo + (i - r0) : nullptr);
     }
   }
 }
@@ -209,7 +392,7 @@ void DiagDivergenceTiles<T>::tile(std::int64_t c0, std::int64_t r0, std::int64_t
 template <class T>
 void DiagDivergenceTiles<T>::block(std::int64_t lo, std::int64_t hi, double* out) const {
   if (lo >= hi || m_ == 0) return;
-  const std::int64_t panel = panel_of(kernel_), m = m_;
+  const std::int64_t panel = panel_, m = m_, tiles = bhat_ ? 3 : 2;
   // Row chunks start on panel boundaries (q2's columns are p's packed panels); the first may begin
   // before lo, its rows below lo not computed.
   const std::int64_t first = lo / panel, chunks = (hi - 1) / panel + 1 - first;
@@ -225,11 +408,11 @@ void DiagDivergenceTiles<T>::block(std::int64_t lo, std::int64_t hi, double* out
   const auto count = static_cast<std::int64_t>(units.size());
   const int workers = std::max(config_.workers, 1);
   Buffer<double> work;
-  work.resize(static_cast<std::size_t>(workers * 2 * panel * panel));
+  work.resize(static_cast<std::size_t>(workers * tiles * panel * panel));
   std::atomic<std::int64_t> next{0};
   parallel_for(std::min<std::int64_t>(workers, count), workers,
                [&](int w, std::int64_t, std::int64_t) {
-                 double* const buffer = work.data() + w * 2 * panel * panel;
+                 double* const buffer = work.data() + w * tiles * panel * panel;
                  for (std::int64_t t; (t = next.fetch_add(1, std::memory_order_relaxed)) < count;) {
                    const std::int64_t unit = units[static_cast<std::size_t>(t)];
                    const std::int64_t c0 = (first + unit / col_panels) * panel;
