@@ -48,21 +48,6 @@ std::int64_t depth_of(Divergence kind, std::int64_t d) {
   return kind == Divergence::wasserstein2 ? 2 * d : d;
 }
 
-// prod_h v_h = 2^e m with m in [1, 2): log m and e, the product renormalized after every factor
-// (v_h in [1e-300, 1e300]: each product normal), d roundings.
-void log_product(const double* v, std::int64_t d, double* log_mant, double* log2) {
-  double m = 1;
-  std::int64_t e = 0;
-  for (std::int64_t h = 0; h < d; ++h) {
-    int ex = 0;
-    m = std::frexp(m * v[h], &ex);  // [1/2, 1)
-    e += ex;
-  }
-  if (d > 0) m *= 2, e -= 1;
-  *log_mant = std::log(m);
-  *log2 = static_cast<double>(e);
-}
-
 }  // namespace
 
 template <class T>
@@ -81,22 +66,7 @@ DiagDivergenceTiles<T>::DiagDivergenceTiles(const DiagGaussians<T>& p, const Dia
       kernel_(diag_kernel<double>()),
       bhat_kernel_(bhat_kernel()) {
   if (bhat_) {
-    // The kernel's quad against sum_h a_h / s_h of the exact inputs, per term (first order): a =
-    // fl(fl(mu - nu)^2) 3u; v_p, v_q within 2u each and s their rounded sum, 3u; the chunk's
-    // fraction: a P once, N's update twice (a multiply and an add without FMA), P's product once
-    // per term of the chunk, the division once; the chunks' sum once per chunk. The 1.01 covers
-    // the higher orders. Renormalizations scale by powers of 2, exactly.
-    const double dd = static_cast<double>(d_), chunk = static_cast<double>(kBhatChunkTerms);
-    const double chain = 1.01 * kUnit * (3 * std::min(chunk, dd) + 8 + std::ceil(dd / chunk));
-    bhat_quad_bound_ = chain / (1 - chain);
-    // The log part L = 1/2 sum_h [log s_h - 1/2 log v_ph - 1/2 log v_qh - log 2], in units of u,
-    // per term: v_p and v_q within 2u move it by at most 1/4 (2u + 2u) (its derivative in
-    // log v_p is v_p / (2 s) - 1/4); s's rounding 1/2 u; the kernel's product of s 1/2 u, the two
-    // rows' products 1/4 u each. Per entry: the logarithms of the mantissas (Highway's Log within
-    // 4 ulp, libm's within 1, of values < 0.7: 1/2 4u + 1/4 2u) and the roundings of the
-    // mantissas' sums (values < 1.4, < 2u): 16u with room. log 2 times the exponents and the
-    // final sums: per entry, from their sizes (bhat_tile()).
-    bhat_log_bound_ = 1.01 * kUnit * (2.5 * dd + 16);
+    bhat_params_ = bhat_params(d_, config.tolerance, config.kind == Divergence::hellinger);
     prepare_bhat(p_, p_side_, true, self_);
     if (!self_) prepare_bhat(q_, q_side_, false, true);
     return;
@@ -128,8 +98,11 @@ void DiagDivergenceTiles<T>::prepare_bhat(const DiagGaussians<T>& g, Side& side,
     side.packed.resize(static_cast<std::size_t>(diag_packed_q_size(rows, d, t.nr)));
   if (rows_apart)
     side.packed_rows.resize(static_cast<std::size_t>(diag_packed_q_size(rows, d, t.mr)));
+  // Whole panels: the kernel reads the terms of its padding rows and columns too.
+  const auto padded = static_cast<std::size_t>((rows + panel - 1) / panel * panel);
   for (auto* v : {&side.log_mant_v, &side.log2_v, &side.min_v, &side.max_v})
-    v->resize(static_cast<std::size_t>(rows));
+    v->assign(padded, 0.0);
+  side.in_range.assign(padded, 0);
   // Per worker: a panel of rows of means and variances, and a row of scale parameters.
   const int workers = std::max(config_.workers, 1);
   const std::int64_t scratch = 2 * panel * d + d;
@@ -154,7 +127,9 @@ void DiagDivergenceTiles<T>::prepare_bhat(const DiagGaussians<T>& g, Side& side,
             const auto k = static_cast<std::size_t>(i);
             side.min_v[k] = sums.min_variance;
             side.max_v[k] = sums.max_variance;
-            log_product(v + r * d, d, &side.log_mant_v[k], &side.log2_v[k]);
+            side.in_range[k] = bhat_range_ok(sums.min_variance, sums.max_variance,
+                                             sums.min_variance, sums.max_variance);
+            bhat_log_product(v + r * d, d, &side.log_mant_v[k], &side.log2_v[k]);
           }
           if (side.packed.size() > 0)
             pack_diag_q(mu, v, d, count, d, t.nr, side.packed.data() + j0 * 2 * d);
@@ -231,7 +206,7 @@ PairsBytes DiagDivergenceTiles<T>::footprint(std::int64_t n, std::int64_t m, std
     const BhatTile t = bhat_kernel().tile;
     auto side = [&](std::int64_t rows, bool as_rows, bool as_cols) {
       const bool rows_apart = as_rows && t.mr != t.nr;
-      std::int64_t values = sat_mul(4, rows);
+      std::int64_t values = sat_mul(5, sat_add(rows, panel));
       if (as_cols || !rows_apart) values = sat_add(values, diag_packed_q_size(rows, d, t.nr));
       if (rows_apart) values = sat_add(values, diag_packed_q_size(rows, d, t.mr));
       return sat_mul(8, values);
@@ -239,7 +214,7 @@ PairsBytes DiagDivergenceTiles<T>::footprint(std::int64_t n, std::int64_t m, std
     PairsBytes b;
     b.kept = sat_add(side(n, true, self), self ? 0 : side(m, false, true));
     const std::int64_t prepare = sat_mul(8, sat_mul(workers, 2 * panel * d + d));
-    const std::int64_t block = sat_mul(workers, sat_mul(8, 3 * panel * panel));  // bhat_tile()
+    const std::int64_t block = sat_mul(workers, sat_mul(8, panel * panel));  // bhat_tile()
     b.work = std::max(prepare, block);
     return b;
   }
@@ -310,18 +285,18 @@ void DiagDivergenceTiles<T>::tile(std::int64_t c0, std::int64_t r0, std::int64_t
         value = 0.5 * s - dims;
         bound = (0.5 * c + 2 * kUnit) * s + 2 * kUnit * std::abs(value);
       }
-      put(i, j, value, value, bound, config_.tolerance, out + r * ldo + col,
-          out_t ? out_t + col * ldo + r : nullptr);
+      put(i, j, value, bound, out + r * ldo + col, out_t ? out_t + col * ldo + r : nullptr);
     }
   }
 }
 
 template <class T>
-void DiagDivergenceTiles<T>::put(std::int64_t i, std::int64_t j, double value, double checked,
-                                 double bound, double tolerance, double* out, double* out_t) const {
+void DiagDivergenceTiles<T>::put(std::int64_t i, std::int64_t j, double value, double bound,
+                                 double* out, double* out_t) const {
   // Near 0 (near-duplicates) the bound is large against the value: recomputed, so that small
-  // values keep their relative accuracy. A NaN bound (never from finite inputs) is recomputed too.
-  if (!(bound <= tolerance * (std::abs(checked) + 1) && bound <= 0.01 * checked))
+  // values keep their relative accuracy. NaN never reaches here (non-negative terms, finite or
+  // +inf).
+  if (!(bound <= config_.tolerance * (std::abs(value) + 1) && bound <= 0.01 * value))
     value = exact(i, j);
   if (self_ && i == j) value = 0;
   *out = value;
@@ -335,56 +310,39 @@ void DiagDivergenceTiles<T>::bhat_tile(std::int64_t r0, std::int64_t r1, std::in
   const BhatTile t = bhat_kernel_.tile;
   const std::int64_t d = d_, panel = panel_, cols = j1 - j0;
   const std::int64_t ra = r0 / t.mr * t.mr;  // the micro-panel of r0 (r0's chunk starts on one)
+  const Side& ps = p_side_;
   const Side& qs = self_ ? p_side_ : q_side_;
-  double* const quad = work;  // [(i - ra) * panel + j - j0]
-  double* const log_mant = work + panel * panel;
-  double* const expo = log_mant + panel * panel;
-  const double* const p_rows = p_side_.rows(t);
+  double* const values = work;  // [(i - ra) * panel + j - j0]: certified, or NaN
+  const double* const p_rows = ps.rows(t);
   for (std::int64_t jr = j0; jr < j1; jr += t.nr) {
-    const double* const qp = qs.packed.data() + jr * 2 * d;
+    const BhatRows q{qs.packed.data() + jr * 2 * d, qs.log_mant_v.data() + jr,
+                     qs.log2_v.data() + jr};
     for (std::int64_t ir = ra; ir < r1; ir += t.mr) {
-      const std::int64_t at = (ir - ra) * panel + (jr - j0);
-      bhat_kernel_.ukr(std::min(t.mr, r1 - ir), std::min(t.nr, j1 - jr), d, p_rows + ir * 2 * d, qp,
-                       quad + at, log_mant + at, expo + at, panel, t);
+      const BhatRows p{p_rows + ir * 2 * d, ps.log_mant_v.data() + ir, ps.log2_v.data() + ir};
+      bhat_kernel_.ukr(std::min(t.mr, r1 - ir), std::min(t.nr, j1 - jr), d, p, q, bhat_params_,
+                       values + (ir - ra) * panel + (jr - j0), panel, t);
     }
   }
-  constexpr double kLog2 = 0.69314718055994530942;
-  const double dims = static_cast<double>(d), quad_bound = 0.25 * bhat_quad_bound_;
-  // Partial products below 2^-993 make N's underflows at most 2^-82 each in quad's units.
-  const double tiny = 3 * dims * 0x1p-82;
-  // hellinger: H of B within 4 ulp (8u H) and, by the mean value theorem, e^-xi |B_hat - B| with
-  // xi >= 0.99 B_hat (the 1% rule), where e^-xi (B + 1) <= 1.0001: certifying B to
-  // 0.999 tolerance - 8u leaves H within tolerance (H + 1).
-  const bool hellinger = config_.kind == Divergence::hellinger;
-  const double tolerance = hellinger ? 0.999 * config_.tolerance - 8 * kUnit : config_.tolerance;
-  double values[kDiagNC], bounds[kDiagNC], h_values[kDiagNC];
+  // Pairs of rows that are not in range on their own: the pair's range.
+  bool all_in_range = true;
+  for (std::int64_t i = r0; i < r1 && all_in_range; ++i)
+    all_in_range = ps.in_range[static_cast<std::size_t>(i)] != 0;
+  for (std::int64_t j = j0; j < j1 && all_in_range; ++j)
+    all_in_range = qs.in_range[static_cast<std::size_t>(j)] != 0;
   for (std::int64_t i = r0; i < r1; ++i) {
     const auto pi = static_cast<std::size_t>(i);
+    const double* const row = values + (i - ra) * panel;
+    double* const dst = out + (i - r0) * ldo;
     for (std::int64_t col = 0; col < cols; ++col) {
-      const auto qj = static_cast<std::size_t>(j0 + col);
-      const std::int64_t at = (i - ra) * panel + col;
-      double value = 0, bound = HUGE_VAL;
-      if (bhat_range_ok(p_side_.min_v[pi], p_side_.max_v[pi], qs.min_v[qj], qs.max_v[qj])) {
-        // 2 L = [log m_s - 1/2 (log m_p + log m_q)] + log 2 [e_s - D - 1/2 (e_p + e_q)], the
-        // exponents' bracket exact (integers and halves far below 2^53).
-        const double x = log_mant[at] - 0.5 * (p_side_.log_mant_v[pi] + qs.log_mant_v[qj]);
-        const double y = kLog2 * (expo[at] - dims - 0.5 * (p_side_.log2_v[pi] + qs.log2_v[qj]));
-        const double l = x + y;
-        value = 0.25 * quad[at] + 0.5 * l;
-        // log 2's rounding and y's (u |y| in L), x + y's (1/2 u |l|), the final sum's.
-        bound = quad_bound * quad[at] + bhat_log_bound_ +
-                kUnit * (std::abs(y) + std::abs(l) + 2 * std::abs(value)) + tiny;
-      }
-      values[col] = value;
-      bounds[col] = bound;
-    }
-    if (hellinger) {
-      std::copy(values, values + cols, h_values);
-      bhat_hellinger(h_values, cols);
-    }
-    for (std::int64_t col = 0; col < cols; ++col) {
-      put(i, j0 + col, hellinger ? h_values[col] : values[col], values[col], bounds[col], tolerance,
-          out + (i - r0) * ldo + col, out_t ? out_t + col * ldo + (i - r0) : nullptr);
+      const std::int64_t j = j0 + col;
+      const auto qj = static_cast<std::size_t>(j);
+      double value = row[col];
+      if (std::isnan(value) ||
+          (!all_in_range && !bhat_range_ok(ps.min_v[pi], ps.max_v[pi], qs.min_v[qj], qs.max_v[qj])))
+        value = exact(i, j);
+      if (self_ && i == j) value = 0;
+      dst[col] = value;
+      if (out_t) out_t[col * ldo + (i - r0)] = value;
     }
   }
 }
@@ -392,7 +350,7 @@ void DiagDivergenceTiles<T>::bhat_tile(std::int64_t r0, std::int64_t r1, std::in
 template <class T>
 void DiagDivergenceTiles<T>::block(std::int64_t lo, std::int64_t hi, double* out) const {
   if (lo >= hi || m_ == 0) return;
-  const std::int64_t panel = panel_, m = m_, tiles = bhat_ ? 3 : 2;
+  const std::int64_t panel = panel_, m = m_, tiles = bhat_ ? 1 : 2;
   // Row chunks start on panel boundaries (q2's columns are p's packed panels); the first may begin
   // before lo, its rows below lo not computed.
   const std::int64_t first = lo / panel, chunks = (hi - 1) / panel + 1 - first;

@@ -67,12 +67,14 @@ class DiagDivergenceTiles {
   // and precisions, wasserstein2's [mu, sigma] and 1), and per row the norm of sigma
   // (wasserstein2). Bhattacharyya: no a and c; its means and variances packed as columns
   // (`packed`, nr wide) and, where the side is p and the kernel's mr differs, as rows
-  // (`packed_rows`, mr wide); per row prod_h v_h = 2^log2_v exp(log_mant_v) (mantissa in [1, 2))
-  // and the smallest and largest v_h.
+  // (`packed_rows`, mr wide); per row prod_h v_h = 2^log2_v exp(log_mant_v) (mantissa in [1, 2),
+  // padded to whole panels), whether the row alone keeps the kernel in range (bhat_range_ok) and
+  // its smallest and largest v_h.
   struct Side {
     Buffer<double> a, c, packed, packed_rows;
     std::vector<double> sigma_norm;
     std::vector<double> log_mant_v, log2_v, min_v, max_v;
+    std::vector<char> in_range;
     const double* rows(const BhatTile& t) const {
       return t.mr == t.nr ? packed.data() : packed_rows.data();
     }
@@ -82,11 +84,10 @@ class DiagDivergenceTiles {
   // The bhattacharyya (hellinger) part of tile(): the values, certified or recomputed.
   void bhat_tile(std::int64_t r0, std::int64_t r1, std::int64_t j0, std::int64_t j1, double* work,
                  double* out, std::int64_t ldo, double* out_t) const;
-  // The entry (i, j) of a tile: `value` if `checked` (the value the bound is of: value itself, or
-  // hellinger's bhattacharyya) is certified by `bound` to `tolerance`, else exact; 0 on q = p's
-  // diagonal; to out and out_t (when not null).
-  void put(std::int64_t i, std::int64_t j, double value, double checked, double bound,
-           double tolerance, double* out, double* out_t) const;
+  // The entry (i, j) of a tile: `value` if certified (bound <= tolerance (|value| + 1) and
+  // <= 1% of value), else exact; 0 on q = p's diagonal; to out and out_t (when not null).
+  void put(std::int64_t i, std::int64_t j, double value, double bound, double* out,
+           double* out_t) const;
   // The tile of rows [r0, r1) (within the row chunk starting at the panel boundary c0) by columns
   // [j0, j1) (j0 a panel boundary) into out (row stride ldo, row r0 first, column j0 first);
   // with `mirror`, also its transpose into out_t (row stride ldo, row j0 first, column r0 first).
@@ -103,9 +104,8 @@ class DiagDivergenceTiles {
   std::int64_t panel_;  // rows and columns of a tile
   DiagKernel<double> kernel_;
   BhatKernel bhat_kernel_;
-  // bhattacharyya: the kernel's quad within bhat_quad_bound_ quad of the operands' exact sum, and
-  // the log part's bound apart from its terms proportional to the values (bhat_tile()).
-  double bhat_quad_bound_ = 0, bhat_log_bound_ = 0;
+  // bhattacharyya: D, the error bound's parts and the rule, for the kernel.
+  BhatParams bhat_params_;
   // |Q_hat - Q| <= kernel_bound_ Q_hat for Q of the operands as rounded.
   double kernel_bound_;
   // wasserstein2: |sigma_hat - sigma| <= sigma_error sigma for each side's parameterization.

@@ -1,7 +1,8 @@
 // The Bhattacharyya tile kernel (cpu/divergence/bhat_ukr.hpp) of every compiled Highway target, and
-// the scalar reference kernel: quad and the logarithm of the product of s_h against long-double
-// sums of the packed values, within the bounds diag_tiles.cpp counts on; edge tiles bitwise equal
-// to the full tile, nothing written outside them; p and q swapped give the same bits.
+// the scalar reference kernel: every value it certifies within tolerance (|B| + 1) and 1% of the
+// long-double Bhattacharyya (Hellinger) of the packed values, the typical entry certified, the
+// near-duplicates left to the caller; edge tiles bitwise equal to the full tile, nothing written
+// outside them; p and q swapped give the same bits.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,116 +13,140 @@
 
 #include "cpu/diag_pairs/pack.hpp"
 #include "cpu/divergence/bhat_ukr.hpp"
-#include "cpu/tunables.hpp"
 #include "hwy/tests/hwy_gtest.h"
 
 namespace gausskl::cpu {
 namespace {
 
-constexpr double kUnit = 0x1p-53;
-
-// Means near 1e3 (or all equal: spread 0), variances log-uniform over 1e-6 .. 1e6.
-struct Rows {
-  std::vector<double> mean, var;
+// Rows of means near 1e3 (spread: their standard deviation) and variances log-uniform over
+// 1e-6 .. 1e6, packed for the kernel, with their log products.
+struct Side {
+  std::int64_t rows, k;
+  std::vector<double> mean, var, packed, log_mant, log2;
+  Side(std::int64_t rows_, std::int64_t k_, std::int64_t width) : rows(rows_), k(k_) {
+    mean.resize(rows * k);
+    var.resize(rows * k);
+    packed.assign(width * 2 * k, 0.0);
+    log_mant.assign(width, 0.0);
+    log2.assign(width, 0.0);
+  }
+  void pack(std::int64_t width) {
+    pack_diag_q(mean.data(), var.data(), k, rows, k, width, packed.data());
+    for (std::int64_t i = 0; i < rows; ++i)
+      bhat_log_product(var.data() + i * k, k, &log_mant[i], &log2[i]);
+  }
+  BhatRows view() const { return {packed.data(), log_mant.data(), log2.data()}; }
 };
 
-Rows make_rows(std::mt19937_64& rng, std::int64_t rows, std::int64_t k, double spread) {
+Side make_side(std::mt19937_64& rng, std::int64_t rows, std::int64_t k, std::int64_t width,
+               double spread) {
   std::normal_distribution<double> normal;
   std::uniform_real_distribution<double> exponent(-6, 6);
-  Rows out{std::vector<double>(rows * k), std::vector<double>(rows * k)};
+  Side s(rows, k, width);
   for (std::int64_t i = 0; i < rows * k; ++i) {
-    out.mean[i] = 1e3 + spread * normal(rng);
-    out.var[i] = std::pow(10.0, exponent(rng));
+    s.mean[i] = 1e3 + spread * normal(rng);
+    s.var[i] = std::pow(10.0, exponent(rng));
   }
-  return out;
+  s.pack(width);
+  return s;
 }
 
-struct Exact {
-  long double quad, log_prod;
-};
-
-Exact exact(const Rows& p, const Rows& q, std::int64_t i, std::int64_t j, std::int64_t k) {
-  Exact e{0, 0};
-  for (std::int64_t h = 0; h < k; ++h) {
-    const long double dl = static_cast<long double>(p.mean[i * k + h]) - q.mean[j * k + h];
-    const long double s = static_cast<long double>(p.var[i * k + h]) + q.var[j * k + h];
-    e.quad += dl * dl / s;
-    e.log_prod += std::log(s);
+// Row j: row j % rows of `from`, means moved by 1e-10 standard deviations and variances by a
+// relative 1e-10: near-duplicates, B ~ 1e-20 k.
+Side nudged(std::mt19937_64& rng, const Side& from, std::int64_t rows, std::int64_t width) {
+  std::uniform_real_distribution<double> u(-1e-10, 1e-10);
+  Side s(rows, from.k, width);
+  for (std::int64_t i = 0; i < rows * from.k; ++i) {
+    const std::int64_t at = i % (from.rows * from.k);
+    s.mean[i] = from.mean[at] + std::sqrt(from.var[at]) * u(rng);
+    s.var[i] = from.var[at] * (1 + u(rng));
   }
-  return e;
+  s.pack(width);
+  return s;
 }
 
-struct Out {
-  std::vector<double> quad, log_mant, expo;
-  explicit Out(std::size_t n) : quad(n, -7), log_mant(n, -7), expo(n, -7) {}
-  bool operator==(const Out&) const = default;
-};
+long double exact(const Side& p, const Side& q, std::int64_t i, std::int64_t j, bool hellinger) {
+  long double b = 0;
+  for (std::int64_t h = 0; h < p.k; ++h) {
+    const long double dl = static_cast<long double>(p.mean[i * p.k + h]) - q.mean[j * q.k + h];
+    const long double vp = p.var[i * p.k + h], vq = q.var[j * q.k + h];
+    b += dl * dl / (4 * (vp + vq)) + 0.5L * std::log((vp + vq) / (2 * std::sqrt(vp * vq)));
+  }
+  return hellinger ? -std::expm1(-b) : b;
+}
 
 void check_kernel(const BhatKernel& kernel, const std::string& label) {
   std::mt19937_64 rng(15);
   const std::int64_t mr = kernel.tile.mr, nr = kernel.tile.nr, ldc = nr + 3;
   for (const std::int64_t k : {1, 2, 7, 8, 9, 31, 32, 33, 64, 100, 300, 1024}) {
-    for (const double spread : {1.0, 0.0}) {
-      SCOPED_TRACE(label + " k " + std::to_string(k) + " spread " + std::to_string(spread));
-      const Rows p = make_rows(rng, mr, k, spread), q = make_rows(rng, nr, k, spread);
-      std::vector<double> p_packed(mr * 2 * k), q_packed(nr * 2 * k);
-      pack_diag_q(p.mean.data(), p.var.data(), k, mr, k, mr, p_packed.data());
-      pack_diag_q(q.mean.data(), q.var.data(), k, nr, k, nr, q_packed.data());
-      Out full(mr * ldc);
-      kernel.ukr(mr, nr, k, p_packed.data(), q_packed.data(), full.quad.data(),
-                 full.log_mant.data(), full.expo.data(), ldc, kernel.tile);
-      const double chunk = static_cast<double>(kBhatChunkTerms), kd = static_cast<double>(k);
-      const double quad_bound =
-          1.01 * kUnit * (3 * std::min(chunk, kd) + 6 + std::ceil(kd / chunk));
-      for (std::int64_t i = 0; i < mr; ++i) {
-        for (std::int64_t j = 0; j < nr; ++j) {
-          const std::int64_t at = i * ldc + j;
-          const Exact want = exact(p, q, i, j, k);
-          EXPECT_LE(std::abs(full.quad[at] - static_cast<double>(want.quad)),
-                    quad_bound * static_cast<double>(want.quad))
-              << i << ", " << j;
-          EXPECT_GE(full.log_mant[at], 0.0);
-          EXPECT_LT(full.log_mant[at], 0.6931471805599454);
-          EXPECT_EQ(full.expo[at], std::round(full.expo[at]));
-          // The product of k rounded sums, k roundings of its own, the log within 4 ulp.
-          const long double got =
-              full.log_mant[at] + static_cast<long double>(full.expo[at]) * std::log(2.0L);
-          EXPECT_LE(std::abs(static_cast<double>(got - want.log_prod)), (2.02 * kd + 8) * kUnit)
-              << i << ", " << j;
-        }
-      }
-      // Edge tiles: bitwise the full tile's entries, nothing else written.
-      for (std::int64_t m = 1; m <= mr; ++m) {
-        for (const std::int64_t n : {std::int64_t{1}, nr / 2 + 1, nr}) {
-          if (n > nr) continue;
-          Out part(mr * ldc);
-          kernel.ukr(m, n, k, p_packed.data(), q_packed.data(), part.quad.data(),
-                     part.log_mant.data(), part.expo.data(), ldc, kernel.tile);
+    for (const int data : {0, 1, 2}) {  // means spread, means equal, near-duplicates
+      const Side p = make_side(rng, mr, k, mr, data == 1 ? 0.0 : 1.0);
+      const Side q = data == 2 ? nudged(rng, p, nr, nr) : make_side(rng, nr, k, nr, 1.0);
+      for (const bool hellinger : {false, true}) {
+        for (const double tolerance : {1e-13, 1e-7}) {
+          SCOPED_TRACE(label + " k " + std::to_string(k) + " data " + std::to_string(data) +
+                       (hellinger ? " hellinger" : " bhattacharyya") + " tol " +
+                       std::to_string(tolerance));
+          const BhatParams params = bhat_params(k, tolerance, hellinger);
+          std::vector<double> full(mr * ldc, -7.0);
+          kernel.ukr(mr, nr, k, p.view(), q.view(), params, full.data(), ldc, kernel.tile);
           for (std::int64_t i = 0; i < mr; ++i) {
-            for (std::int64_t j = 0; j < ldc; ++j) {
-              const std::int64_t at = i * ldc + j;
-              const bool inside = i < m && j < n;
-              ASSERT_EQ(part.quad[at], inside ? full.quad[at] : -7) << m << "x" << n;
-              ASSERT_EQ(part.log_mant[at], inside ? full.log_mant[at] : -7) << m << "x" << n;
-              ASSERT_EQ(part.expo[at], inside ? full.expo[at] : -7) << m << "x" << n;
+            for (std::int64_t j = 0; j < nr; ++j) {
+              const double got = full[i * ldc + j];
+              // Distinct rows (B far from 0 and from its bound) are all certified,
+              // near-duplicates none (their B is below 100 times its bound's D u).
+              const bool near = data == 2 && j % mr == i;
+              ASSERT_EQ(std::isnan(got), near) << i << ", " << j;
+              if (near) continue;
+              const long double want = exact(p, q, i, j, hellinger);
+              const double err = static_cast<double>(std::abs(got - want));
+              EXPECT_LE(err, tolerance * static_cast<double>(std::abs(want) + 1)) << i << ", " << j;
+              EXPECT_LE(err, 0.01 * static_cast<double>(want)) << i << ", " << j;
+            }
+          }
+          // Edge tiles: bitwise the full tile's entries (NaN as NaN), nothing else written.
+          for (std::int64_t m = 1; m <= mr; ++m) {
+            for (const std::int64_t n : {std::int64_t{1}, nr / 2 + 1, nr}) {
+              if (n > nr) continue;
+              std::vector<double> part(mr * ldc, -7.0);
+              kernel.ukr(m, n, k, p.view(), q.view(), params, part.data(), ldc, kernel.tile);
+              for (std::int64_t i = 0; i < mr; ++i) {
+                for (std::int64_t j = 0; j < ldc; ++j) {
+                  const std::int64_t at = i * ldc + j;
+                  const double want = i < m && j < n ? full[at] : -7.0;
+                  if (std::isnan(want)) {
+                    ASSERT_TRUE(std::isnan(part[at])) << m << "x" << n;
+                  } else {
+                    ASSERT_EQ(part[at], want) << m << "x" << n;
+                  }
+                }
+              }
             }
           }
         }
       }
-      // p and q swapped: q's rows as the kernel's rows and p's as its columns, one entry at a
-      // time (the shapes differ): the same bits.
+      // p and q swapped: q's row j as the kernel's row and p's row i as its column: the same
+      // bits.
+      const BhatParams params = bhat_params(k, 1e-13, false);
+      std::vector<double> full(mr * ldc);
+      kernel.ukr(mr, nr, k, p.view(), q.view(), params, full.data(), ldc, kernel.tile);
       for (std::int64_t i = 0; i < mr; ++i) {
         for (std::int64_t j = 0; j < nr; ++j) {
-          std::vector<double> row(mr * 2 * k, 0.0), col(nr * 2 * k, 0.0);
-          pack_diag_q(q.mean.data() + j * k, q.var.data() + j * k, k, 1, k, mr, row.data());
-          pack_diag_q(p.mean.data() + i * k, p.var.data() + i * k, k, 1, k, nr, col.data());
-          Out swapped(1);
-          kernel.ukr(1, 1, k, row.data(), col.data(), swapped.quad.data(), swapped.log_mant.data(),
-                     swapped.expo.data(), 1, kernel.tile);
-          const std::int64_t at = i * ldc + j;
-          ASSERT_EQ(swapped.quad[0], full.quad[at]) << i << ", " << j;
-          ASSERT_EQ(swapped.log_mant[0], full.log_mant[at]) << i << ", " << j;
-          ASSERT_EQ(swapped.expo[0], full.expo[at]) << i << ", " << j;
+          Side row(1, k, mr), col(1, k, nr);
+          std::copy(q.mean.begin() + j * k, q.mean.begin() + (j + 1) * k, row.mean.begin());
+          std::copy(q.var.begin() + j * k, q.var.begin() + (j + 1) * k, row.var.begin());
+          std::copy(p.mean.begin() + i * k, p.mean.begin() + (i + 1) * k, col.mean.begin());
+          std::copy(p.var.begin() + i * k, p.var.begin() + (i + 1) * k, col.var.begin());
+          row.pack(mr);
+          col.pack(nr);
+          double swapped = -7;
+          kernel.ukr(1, 1, k, row.view(), col.view(), params, &swapped, 1, kernel.tile);
+          const double want = full[i * ldc + j];
+          if (std::isnan(want)) {
+            ASSERT_TRUE(std::isnan(swapped)) << i << ", " << j;
+          } else {
+            ASSERT_EQ(swapped, want) << i << ", " << j;
+          }
         }
       }
     }
@@ -131,7 +156,7 @@ void check_kernel(const BhatKernel& kernel, const std::string& label) {
 class UkrBhat : public hwy::TestWithParamTarget {};
 HWY_TARGET_INSTANTIATE_TEST_SUITE_P(UkrBhat);
 
-TEST_P(UkrBhat, TileWithinBound) {
+TEST_P(UkrBhat, CertifiedWithinTolerance) {
   check_kernel(bhat_kernel(), hwy::TargetName(GetParam()));
 }
 
@@ -147,6 +172,26 @@ TEST(UkrBhat, RangeCheck) {
   EXPECT_TRUE(bhat_range_ok(1e-300, 1, 1e-30, 1));  // s_h >= the larger of the minima
   EXPECT_FALSE(bhat_range_ok(1e-300, 1, 1e-300, 1));
   EXPECT_FALSE(bhat_range_ok(1, 1e300, 1, 1));
+}
+
+// The log product: prod_h v_h = 2^e exp(log m), m in [1, 2), against long double.
+TEST(UkrBhat, LogProduct) {
+  std::mt19937_64 rng(16);
+  std::uniform_real_distribution<double> exponent(-300, 300);
+  for (const std::int64_t d : {0, 1, 5, 1024}) {
+    std::vector<double> v(d);
+    long double want = 0;
+    for (double& x : v) {
+      x = std::pow(10.0, exponent(rng));
+      want += std::log(static_cast<long double>(x));
+    }
+    double log_mant = -1, log2 = -1;
+    bhat_log_product(v.data(), d, &log_mant, &log2);
+    EXPECT_GE(log_mant, 0.0);
+    EXPECT_LT(log_mant, 0.6931471805599454);
+    const long double got = log_mant + log2 * std::log(2.0L);
+    EXPECT_LE(std::abs(static_cast<double>(got - want)), (1.01 * d + 2) * 0x1p-53) << d;
+  }
 }
 
 }  // namespace
