@@ -100,7 +100,9 @@ inline constexpr std::int64_t kDiagMC = 64;
 // one vector of q columns. Accumulators take 4 mr registers (the chunk's fraction N and product P,
 // the sum of the chunks' quotients, the exponents), plus 2 for nu and v_q of one h.
 // AVX-512 (32 registers): 8 rows; AVX2 and SSE4 (16): 4 rows, the sums and exponents (touched
-// every 8 and 32 terms) left to spill.
+// every 8 and 32 terms) left to spill. pairwise bhattacharyya, N = M = 1000, D = 64, one thread,
+// CPU time, min of 7, this Zen 4 under load: AVX-512 0.23 ns per (i, j, h) (KL 0.12), AVX2
+// forced 0.29 (KL 0.10); AVX2 with 3 rows 0.29 too.
 inline constexpr std::size_t kBhatMrAvx3 = 8;
 inline constexpr std::size_t kBhatMrAvx2 = 4;
 inline constexpr std::size_t kBhatMrSse4 = 4;

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 #include "cpu/common/diag_terms.hpp"
 #include "cpu/common/parallel.hpp"
@@ -38,8 +39,8 @@ bool is_bhat(Divergence kind) {
 std::int64_t panel_of(Divergence kind) {
   if (is_bhat(kind)) {
     const BhatTile t = bhat_kernel().tile;
-    const std::int64_t unit = std::max(t.mr, t.nr);
-    return kDiagNC / unit * unit;
+    const std::int64_t unit = std::lcm(t.mr, t.nr);
+    return std::max(kDiagNC / unit, std::int64_t{1}) * unit;
   }
   return diag_panel_columns(diag_kernel<double>().tile.nr);
 }
