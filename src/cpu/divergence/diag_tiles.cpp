@@ -35,7 +35,7 @@ bool is_bhat(Divergence kind) {
 
 // The tiles' rows and columns: a panel of the packed operands (diag_pairs/loops.hpp), whose
 // boundaries are where diag_quadratic_loops_packed may start; for bhattacharyya, whole micro-panels
-// of both the kernel's rows and columns (powers of 2).
+// of both the kernel's rows and columns.
 std::int64_t panel_of(Divergence kind) {
   if (is_bhat(kind)) {
     const BhatTile t = bhat_kernel().tile;
