@@ -189,7 +189,9 @@ int main(int argc, char** argv) {
                 "Larger values (from about 1e-5) let float32 diagonal inputs use a faster "
                 "float kernel");
   CLI::Option* const pairwise_alpha = add_divergence(
-      pairwise, "; the other kinds are computed exactly, per pair (--tolerance is for kl)");
+      pairwise,
+      "; --tolerance applies to kl and, of two diagonal sides, to every kind but renyi (tiled); "
+      "the rest is computed exactly, per pair");
   pairwise->footer(
       "\nExamples:\n"
       "  gausskl pairwise --p P.npz -o kl.npy\n"
@@ -212,8 +214,9 @@ int main(int argc, char** argv) {
                 "1e-5, float32 diagonal inputs may use a faster float kernel)");
   CLI::Option* const knn_alpha =
       add_divergence(knn,
-                     "; the other kinds are computed exactly, and the .npz array of values "
-                     "and the CSV column are then named after the kind (e.g. `jeffreys`)");
+                     "; the other kinds with pairwise's values (to the bit), and the .npz "
+                     "array of values and the CSV column are then named after the kind (e.g. "
+                     "`jeffreys`)");
   knn->add_flag("--exclude-self", args.exclude_self,
                 "without --q: leave out each distribution itself (then K <= N - 1)");
   knn->footer(

@@ -143,13 +143,15 @@ GAUSSKL_API void knn_kl(const Gaussians<double>& p, std::int64_t k, std::span<st
 // options.divergence (with options.alpha for renyi); with kl they are exactly those (tagged
 // "[pairwise]", "[knn]"). Same contract: out[i * M + j] = D(p_i || q_j), row-major [N, M],
 // computed in blocks of rows within options.memory_budget, progress after each block, no
-// [N, M, D] intermediate; without q, q = p and the diagonal is exactly 0. Every kind but kl is
-// computed exactly, per pair, in double (options.tolerance does not apply): two diagonal sides by
-// the row-wise closed forms, other families with each distribution factored once and only the
-// pair's mixed covariance per pair (docs/divergences.md). With q = p, a symmetric kind (all but
-// renyi and kl) computes each pair of a block once and mirrors it: the matrix is bit-symmetric.
-// A Renyi pair of order > 1 whose mixed covariance is not positive definite is an error naming
-// p's and q's rows; rows of out before that pair's block may then have been written.
+// [N, M, D] intermediate; without q, q = p and the diagonal is exactly 0. Two diagonal sides of
+// jeffreys, bhattacharyya, hellinger and wasserstein2 are computed in SIMD tiles within
+// options.tolerance as pairwise_kl's entries (each within tolerance * (|D| + 1) of exact); every
+// other case exactly, per pair, in double (options.tolerance does not apply): two diagonal sides
+// of renyi by the row-wise closed forms, other families with each distribution factored once and
+// only the pair's mixed covariance per pair (docs/divergences.md). With q = p, a symmetric kind
+// (all but renyi and kl) computes each pair of a block once and mirrors it: the matrix is
+// bit-symmetric. A Renyi pair of order > 1 whose mixed covariance is not positive definite is an
+// error naming p's and q's rows; rows of out before that pair's block may then have been written.
 GAUSSKL_API void pairwise(const Gaussians<float>& p, const Gaussians<float>& q,
                           std::span<float> out, const Options& options);
 GAUSSKL_API void pairwise(const Gaussians<float>& p, const Gaussians<float>& q,

@@ -1,9 +1,9 @@
 // The tiled all-pairs path of two diagonal sides (cpu/divergence/diag_tiles.hpp: jeffreys and
-// wasserstein2 on the KL tile kernel, exact re-computation where an entry's bound exceeds the
-// tolerance) against the long-double reference, with KL's all-pairs tolerance rule: every entry
-// within options.tolerance * (|D| + 1) of exact (the default tolerance for the input type, and
-// looser ones); q = p's zero diagonal and bit-symmetric matrix; bits independent of the blocks;
-// knn the sorted rows of pairwise.
+// wasserstein2 on the KL tile kernel, bhattacharyya and hellinger on their own, exact
+// re-computation where an entry's bound exceeds the tolerance) against the long-double reference,
+// with KL's all-pairs tolerance rule: every entry within options.tolerance * (|D| + 1) of exact
+// (the default tolerance for the input type, and looser ones); q = p's zero diagonal and
+// bit-symmetric matrix; bits independent of the blocks; knn the sorted rows of pairwise.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,6 +17,7 @@
 #include "cpu/divergence/diag_tiles.hpp"
 #include "gausskl/limits.hpp"
 #include "gausskl/ops.hpp"
+#include "hwy/targets.h"
 #include "support/generators.hpp"
 #include "support/oracle.hpp"
 
@@ -24,7 +25,8 @@ namespace gausskl::test {
 namespace {
 
 const std::vector<Divergence>& fast_kinds() {
-  static const std::vector<Divergence> kinds{Divergence::wasserstein2, Divergence::jeffreys};
+  static const std::vector<Divergence> kinds{Divergence::wasserstein2, Divergence::jeffreys,
+                                             Divergence::bhattacharyya, Divergence::hellinger};
   return kinds;
 }
 
@@ -239,6 +241,44 @@ TEST(DivergenceFastPairs, LargeShapes) {
   }
 }
 
+// Every compiled SIMD target (AVX2-only CPUs run the AVX2 kernels): bhattacharyya and hellinger on
+// their own kernel, jeffreys and wasserstein2 on KL's.
+TEST(DivergenceFastPairs, EveryTarget) {
+  Rng rng(1504);
+  for (const std::int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    SCOPED_TRACE(hwy::TargetName(target));
+    for (const Divergence kind : fast_kinds()) {
+      for (const Data data : {Data::adversarial, Data::near_duplicate_1e8}) {
+        check_data<double>(kind, rng, data, DiagParam::var, DiagParam::var, 9, 11, 64);
+        check_data<float>(kind, rng, data, DiagParam::logvar, DiagParam::stddev, 5, 7, 37);
+      }
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
+// Variances far out (1e-250, 1e250 on some rows), where bhattacharyya's kernel cannot keep its
+// products normal (bhat_range_ok): those pairs are computed exactly, the others certified. (The
+// other kinds' values overflow there.)
+TEST(DivergenceFastPairs, ExtremeVariances) {
+  Rng rng(1505);
+  for (const Divergence kind : {Divergence::bhattacharyya, Divergence::hellinger}) {
+    DiagSpec ps = diag_spec(rng, 7, 20, {}), qs = diag_spec(rng, 6, 20, {});
+    for (std::int64_t h = 0; h < 20; h += 3) {
+      ps.stddev[static_cast<std::size_t>(2 * 20 + h)] = 1e-125;
+      qs.stddev[static_cast<std::size_t>(4 * 20 + h)] = 1e125;
+    }
+    const DiagBatch<double> p = make_diag<double>(ps, DiagParam::var),
+                            q = make_diag<double>(qs, DiagParam::var);
+    const auto pv = p.view(), qv = q.view();
+    check<double>(kind, pv, &qv, "extreme variances");
+    const DiagBatch<double> both = make_diag<double>(concat(ps, qs), DiagParam::var);
+    const auto bv = both.view();
+    check<double>(kind, bv, nullptr, "extreme variances, q = p");
+  }
+}
+
 // Looser tolerances bound every entry too (fewer entries recomputed).
 TEST(DivergenceFastPairs, ToleranceBoundsEveryEntry) {
   Rng rng(1502);
@@ -293,16 +333,19 @@ TEST(DivergenceFastPairs, BlocksGiveTheSameBits) {
   }
 }
 
-// The plan sends two diagonal sides of jeffreys and wasserstein2 to the tiled path, nothing else.
+// The plan sends two diagonal sides of jeffreys, wasserstein2, bhattacharyya and hellinger to the
+// tiled path, nothing else.
 TEST(DivergenceFastPairs, PlanChoosesTheTiledPath) {
   const std::vector<double> mean(6, 0.0), s(6, 1.0);
   const Gaussians<double> p(DiagGaussians<double>{contiguous<double, 2>(mean.data(), {2, 3}),
                                                   contiguous<double, 2>(s.data(), {2, 3})});
-  for (const Divergence kind : {Divergence::jeffreys, Divergence::wasserstein2,
-                                Divergence::bhattacharyya, Divergence::hellinger}) {
-    const cpu::DivergenceConfig c =
-        detail::plan_divergence_pairs<double>(p, nullptr, options_of(kind));
-    EXPECT_EQ(c.diag_tiles, cpu::diag_tiles_kind(kind)) << divergence_name(kind);
+  for (const Divergence kind :
+       {Divergence::jeffreys, Divergence::wasserstein2, Divergence::bhattacharyya,
+        Divergence::hellinger, Divergence::renyi}) {
+    Options o = options_of(kind);
+    if (kind == Divergence::renyi) o.alpha = 0.5;
+    const cpu::DivergenceConfig c = detail::plan_divergence_pairs<double>(p, nullptr, o);
+    EXPECT_EQ(c.diag_tiles, kind != Divergence::renyi) << divergence_name(kind);
     if (c.diag_tiles) {
       EXPECT_EQ(c.tolerance, limits::default_tolerance<double>);
     }

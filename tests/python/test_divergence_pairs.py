@@ -127,7 +127,7 @@ def test_errors():
                     memory_budget=64)
 
 
-@pytest.mark.parametrize("kind", ["jeffreys", "wasserstein2"])
+@pytest.mark.parametrize("kind", ["jeffreys", "wasserstein2", "bhattacharyya", "hellinger"])
 def test_tolerance_reaches_the_tiled_kinds(kind):
     """The tiled kinds of two diagonal batches keep KL's contract for tolerance: every entry
     within tolerance * (|D| + 1) of the exact per-pair values (gk.divergence row by row), for

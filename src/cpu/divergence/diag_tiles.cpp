@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 #include "cpu/common/diag_terms.hpp"
 #include "cpu/common/parallel.hpp"
@@ -12,6 +13,7 @@
 #include "cpu/diag_pairs/loops.hpp"
 #include "cpu/diag_pairs/pack.hpp"
 #include "cpu/diag_pairs/row_terms.hpp"
+#include "cpu/divergence/bhat_ukr.hpp"
 #include "cpu/divergence/diag.hpp"
 #include "cpu/tunables.hpp"
 
@@ -27,10 +29,20 @@ double sigma_error(DiagParam param) {
   return param == DiagParam::stddev ? 0.0 : 4 * kUnit;
 }
 
+bool is_bhat(Divergence kind) {
+  return kind == Divergence::bhattacharyya || kind == Divergence::hellinger;
+}
+
 // The tiles' rows and columns: a panel of the packed operands (diag_pairs/loops.hpp), whose
-// boundaries are where diag_quadratic_loops_packed may start.
-std::int64_t panel_of(const DiagKernel<double>& kernel) {
-  return diag_panel_columns(kernel.tile.nr);
+// boundaries are where diag_quadratic_loops_packed may start; for bhattacharyya, whole micro-panels
+// of both the kernel's rows and columns.
+std::int64_t panel_of(Divergence kind) {
+  if (is_bhat(kind)) {
+    const BhatTile t = bhat_kernel().tile;
+    const std::int64_t unit = std::lcm(t.mr, t.nr);
+    return std::max(kDiagNC / unit, std::int64_t{1}) * unit;
+  }
+  return diag_panel_columns(diag_kernel<double>().tile.nr);
 }
 
 std::int64_t depth_of(Divergence kind, std::int64_t d) {
@@ -50,7 +62,16 @@ DiagDivergenceTiles<T>::DiagDivergenceTiles(const DiagGaussians<T>& p, const Dia
       depth_(depth_of(config.kind, p.mean.shape[1])),
       self_(q == nullptr),
       config_(config),
-      kernel_(diag_kernel<double>()) {
+      bhat_(is_bhat(config.kind)),
+      panel_(panel_of(config.kind)),
+      kernel_(diag_kernel<double>()),
+      bhat_kernel_(bhat_kernel()) {
+  if (bhat_) {
+    bhat_params_ = bhat_params(d_, config.tolerance, config.kind == Divergence::hellinger);
+    prepare_bhat(p_, p_side_, true, self_);
+    if (!self_) prepare_bhat(q_, q_side_, false, true);
+    return;
+  }
   const bool w2 = config.kind == Divergence::wasserstein2;
   // jeffreys: v and lam within 2u each (diag_row_terms), which bound each non-negative term's
   // rounding as in the KL plan; wasserstein2's c = 0 and e = 1 are exact, sigma's rounding is
@@ -60,7 +81,7 @@ DiagDivergenceTiles<T>::DiagDivergenceTiles(const DiagGaussians<T>& p, const Dia
   if (w2) {
     sigma_error_p_ = sigma_error(p_.param);
     sigma_error_q_ = sigma_error(q_.param);
-    const std::int64_t panel = panel_of(kernel_);
+    const std::int64_t panel = panel_;
     zeros_.resize(static_cast<std::size_t>(panel * depth_));
     std::fill(zeros_.data(), zeros_.data() + panel * depth_, 0.0);
   }
@@ -69,10 +90,61 @@ DiagDivergenceTiles<T>::DiagDivergenceTiles(const DiagGaussians<T>& p, const Dia
 }
 
 template <class T>
+void DiagDivergenceTiles<T>::prepare_bhat(const DiagGaussians<T>& g, Side& side, bool as_rows,
+                                          bool as_cols) const {
+  const std::int64_t rows = g.mean.shape[0], d = d_, panel = panel_;
+  const BhatTile t = bhat_kernel_.tile;
+  const bool rows_apart = as_rows && t.mr != t.nr;
+  if (as_cols || !rows_apart)
+    side.packed.resize(static_cast<std::size_t>(diag_packed_q_size(rows, d, t.nr)));
+  if (rows_apart)
+    side.packed_rows.resize(static_cast<std::size_t>(diag_packed_q_size(rows, d, t.mr)));
+  // Whole panels: the kernel reads the terms of its padding rows and columns too.
+  const auto padded = static_cast<std::size_t>((rows + panel - 1) / panel * panel);
+  for (auto* v : {&side.log_mant_v, &side.log2_v, &side.min_v, &side.max_v})
+    v->assign(padded, 0.0);
+  side.in_range.assign(padded, 0);
+  // Per worker: a panel of rows of means and variances, and a row of scale parameters.
+  const int workers = std::max(config_.workers, 1);
+  const std::int64_t scratch = 2 * panel * d + d;
+  Buffer<double> buffers;
+  buffers.resize(static_cast<std::size_t>(workers * scratch));
+  const std::int64_t panels = (rows + panel - 1) / panel;
+  std::atomic<std::int64_t> next{0};
+  parallel_for(
+      std::min<std::int64_t>(workers, panels), workers, [&](int w, std::int64_t, std::int64_t) {
+        double* const mu = buffers.data() + w * scratch;
+        double* const v = mu + panel * d;
+        double* const x = v + panel * d;
+        for (std::int64_t u; (u = next.fetch_add(1, std::memory_order_relaxed)) < panels;) {
+          const std::int64_t j0 = u * panel, count = std::min(panel, rows - j0);
+          for (std::int64_t r = 0; r < count; ++r) {
+            const std::int64_t i = j0 + r;
+            for (std::int64_t h = 0; h < d; ++h) {
+              mu[r * d + h] = static_cast<double>(g.mean(i, h));
+              x[h] = static_cast<double>(g.scale(i, h));
+            }
+            const DiagRowSums sums = diag_row_terms(g.param, x, d, v + r * d, nullptr);
+            const auto k = static_cast<std::size_t>(i);
+            side.min_v[k] = sums.min_variance;
+            side.max_v[k] = sums.max_variance;
+            side.in_range[k] = bhat_range_ok(sums.min_variance, sums.max_variance,
+                                             sums.min_variance, sums.max_variance);
+            bhat_log_product(v + r * d, d, &side.log_mant_v[k], &side.log2_v[k]);
+          }
+          if (side.packed.size() > 0)
+            pack_diag_q(mu, v, d, count, d, t.nr, side.packed.data() + j0 * 2 * d);
+          if (rows_apart)
+            pack_diag_q(mu, v, d, count, d, t.mr, side.packed_rows.data() + j0 * 2 * d);
+        }
+      });
+}
+
+template <class T>
 void DiagDivergenceTiles<T>::prepare(const DiagGaussians<T>& g, Side& side) const {
   const bool w2 = config_.kind == Divergence::wasserstein2;
   const std::int64_t rows = g.mean.shape[0], d = d_, k = depth_;
-  const std::int64_t nr = kernel_.tile.nr, panel = panel_of(kernel_);
+  const std::int64_t nr = kernel_.tile.nr, panel = panel_;
   side.a.resize(static_cast<std::size_t>(rows * k));
   if (!w2) side.c.resize(static_cast<std::size_t>(rows * d));
   side.packed.resize(static_cast<std::size_t>(diag_packed_q_size(rows, k, nr)));
@@ -129,8 +201,24 @@ PairsBytes DiagDivergenceTiles<T>::footprint(std::int64_t n, std::int64_t m, std
                                              bool self, const DivergenceConfig& config) {
   const bool w2 = config.kind == Divergence::wasserstein2;
   const DiagKernel<double> kernel = diag_kernel<double>();
-  const std::int64_t k = depth_of(config.kind, d), panel = panel_of(kernel);
+  const std::int64_t k = depth_of(config.kind, d), panel = panel_of(config.kind);
   const std::int64_t workers = std::max(config.workers, 1);
+  if (is_bhat(config.kind)) {
+    const BhatTile t = bhat_kernel().tile;
+    auto side = [&](std::int64_t rows, bool as_rows, bool as_cols) {
+      const bool rows_apart = as_rows && t.mr != t.nr;
+      std::int64_t values = sat_mul(5, sat_add(rows, panel));
+      if (as_cols || !rows_apart) values = sat_add(values, diag_packed_q_size(rows, d, t.nr));
+      if (rows_apart) values = sat_add(values, diag_packed_q_size(rows, d, t.mr));
+      return sat_mul(8, values);
+    };
+    PairsBytes b;
+    b.kept = sat_add(side(n, true, self), self ? 0 : side(m, false, true));
+    const std::int64_t prepare = sat_mul(8, sat_mul(workers, 2 * panel * d + d));
+    const std::int64_t block = sat_mul(workers, sat_mul(8, panel * panel));  // bhat_tile()
+    b.work = std::max(prepare, block);
+    return b;
+  }
   auto side = [&](std::int64_t rows) {
     const std::int64_t values = sat_add(sat_add(sat_mul(rows, k), w2 ? rows : sat_mul(rows, d)),
                                         diag_packed_q_size(rows, k, kernel.tile.nr));
@@ -159,8 +247,12 @@ template <class T>
 void DiagDivergenceTiles<T>::tile(std::int64_t c0, std::int64_t r0, std::int64_t r1,
                                   std::int64_t j0, std::int64_t j1, double* work, double* out,
                                   std::int64_t ldo, double* out_t) const {
+  if (bhat_) {
+    bhat_tile(r0, r1, j0, j1, work, out, ldo, out_t);
+    return;
+  }
   const bool w2 = config_.kind == Divergence::wasserstein2;
-  const std::int64_t k = depth_, panel = panel_of(kernel_), rows = r1 - r0, cols = j1 - j0;
+  const std::int64_t k = depth_, panel = panel_, rows = r1 - r0, cols = j1 - j0;
   const Side& qs = self_ ? p_side_ : q_side_;
   double* const q1 = work;  // q1[r * panel + c]: Q of p_{r0 + r} against q_{j0 + c}
   diag_quadratic_loops_packed(kernel_, p_side_.a.data() + r0 * k,
@@ -172,7 +264,7 @@ void DiagDivergenceTiles<T>::tile(std::int64_t c0, std::int64_t r0, std::int64_t
                                 p_side_.packed.data(), n_, c0, std::min(c0 + panel, n_), k, q2,
                                 panel);
   }
-  const double tolerance = config_.tolerance, c = kernel_bound_, dims = static_cast<double>(d_);
+  const double c = kernel_bound_, dims = static_cast<double>(d_);
   for (std::int64_t r = 0; r < rows; ++r) {
     const std::int64_t i = r0 + r;
     for (std::int64_t col = 0; col < cols; ++col) {
@@ -194,14 +286,64 @@ void DiagDivergenceTiles<T>::tile(std::int64_t c0, std::int64_t r0, std::int64_t
         value = 0.5 * s - dims;
         bound = (0.5 * c + 2 * kUnit) * s + 2 * kUnit * std::abs(value);
       }
-      // Near 0 (near-duplicates) the bound is large against the value: recomputed, so that small
-      // values keep their relative accuracy. NaN never reaches here (non-negative terms, finite
-      // or +inf).
-      if (!(bound <= tolerance * (std::abs(value) + 1) && bound <= 0.01 * value))
+      put(i, j, value, bound, out + r * ldo + col, out_t ? out_t + col * ldo + r : nullptr);
+    }
+  }
+}
+
+template <class T>
+void DiagDivergenceTiles<T>::put(std::int64_t i, std::int64_t j, double value, double bound,
+                                 double* out, double* out_t) const {
+  // Near 0 (near-duplicates) the bound is large against the value: recomputed, so that small
+  // values keep their relative accuracy. NaN never reaches here (non-negative terms, finite or
+  // +inf).
+  if (!(bound <= config_.tolerance * (std::abs(value) + 1) && bound <= 0.01 * value))
+    value = exact(i, j);
+  if (self_ && i == j) value = 0;
+  *out = value;
+  if (out_t) *out_t = value;
+}
+
+template <class T>
+void DiagDivergenceTiles<T>::bhat_tile(std::int64_t r0, std::int64_t r1, std::int64_t j0,
+                                       std::int64_t j1, double* work, double* out, std::int64_t ldo,
+                                       double* out_t) const {
+  const BhatTile t = bhat_kernel_.tile;
+  const std::int64_t d = d_, panel = panel_, cols = j1 - j0;
+  const std::int64_t ra = r0 / t.mr * t.mr;  // the micro-panel of r0 (r0's chunk starts on one)
+  const Side& ps = p_side_;
+  const Side& qs = self_ ? p_side_ : q_side_;
+  double* const values = work;  // [(i - ra) * panel + j - j0]: certified, or NaN
+  const double* const p_rows = ps.rows(t);
+  for (std::int64_t jr = j0; jr < j1; jr += t.nr) {
+    const BhatRows q{qs.packed.data() + jr * 2 * d, qs.log_mant_v.data() + jr,
+                     qs.log2_v.data() + jr};
+    for (std::int64_t ir = ra; ir < r1; ir += t.mr) {
+      const BhatRows p{p_rows + ir * 2 * d, ps.log_mant_v.data() + ir, ps.log2_v.data() + ir};
+      bhat_kernel_.ukr(std::min(t.mr, r1 - ir), std::min(t.nr, j1 - jr), d, p, q, bhat_params_,
+                       values + (ir - ra) * panel + (jr - j0), panel, t);
+    }
+  }
+  // Pairs of rows that are not in range on their own: the pair's range.
+  bool all_in_range = true;
+  for (std::int64_t i = r0; i < r1 && all_in_range; ++i)
+    all_in_range = ps.in_range[static_cast<std::size_t>(i)] != 0;
+  for (std::int64_t j = j0; j < j1 && all_in_range; ++j)
+    all_in_range = qs.in_range[static_cast<std::size_t>(j)] != 0;
+  for (std::int64_t i = r0; i < r1; ++i) {
+    const auto pi = static_cast<std::size_t>(i);
+    const double* const row = values + (i - ra) * panel;
+    double* const dst = out + (i - r0) * ldo;
+    for (std::int64_t col = 0; col < cols; ++col) {
+      const std::int64_t j = j0 + col;
+      const auto qj = static_cast<std::size_t>(j);
+      double value = row[col];
+      if (std::isnan(value) ||
+          (!all_in_range && !bhat_range_ok(ps.min_v[pi], ps.max_v[pi], qs.min_v[qj], qs.max_v[qj])))
         value = exact(i, j);
       if (self_ && i == j) value = 0;
-      out[r * ldo + col] = value;
-      if (out_t) out_t[col * ldo + r] = value;
+      dst[col] = value;
+      if (out_t) out_t[col * ldo + (i - r0)] = value;
     }
   }
 }
@@ -209,7 +351,7 @@ void DiagDivergenceTiles<T>::tile(std::int64_t c0, std::int64_t r0, std::int64_t
 template <class T>
 void DiagDivergenceTiles<T>::block(std::int64_t lo, std::int64_t hi, double* out) const {
   if (lo >= hi || m_ == 0) return;
-  const std::int64_t panel = panel_of(kernel_), m = m_;
+  const std::int64_t panel = panel_, m = m_, tiles = bhat_ ? 1 : 2;
   // Row chunks start on panel boundaries (q2's columns are p's packed panels); the first may begin
   // before lo, its rows below lo not computed.
   const std::int64_t first = lo / panel, chunks = (hi - 1) / panel + 1 - first;
@@ -225,11 +367,11 @@ void DiagDivergenceTiles<T>::block(std::int64_t lo, std::int64_t hi, double* out
   const auto count = static_cast<std::int64_t>(units.size());
   const int workers = std::max(config_.workers, 1);
   Buffer<double> work;
-  work.resize(static_cast<std::size_t>(workers * 2 * panel * panel));
+  work.resize(static_cast<std::size_t>(workers * tiles * panel * panel));
   std::atomic<std::int64_t> next{0};
   parallel_for(std::min<std::int64_t>(workers, count), workers,
                [&](int w, std::int64_t, std::int64_t) {
-                 double* const buffer = work.data() + w * 2 * panel * panel;
+                 double* const buffer = work.data() + w * tiles * panel * panel;
                  for (std::int64_t t; (t = next.fetch_add(1, std::memory_order_relaxed)) < count;) {
                    const std::int64_t unit = units[static_cast<std::size_t>(t)];
                    const std::int64_t c0 = (first + unit / col_panels) * panel;
