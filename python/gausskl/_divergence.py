@@ -1,10 +1,11 @@
-"""gk.divergence: row-wise divergences other than KL (docs/divergences.md).
+"""gk.divergence, gk.pairwise, gk.knn of the kinds other than KL (docs/divergences.md).
 
-The library computes every value (exact in double, all nine family pairs). Gradients, for now,
-for two diagonal sides only: torch operations of the same closed forms give the backward, the
-library's exact value the forward. Other families with ``requires_grad`` are a clear
-NotImplementedError, and so are arrays on devices the library does not run on (issue 15 adds
-both).
+The library computes every value on the CPU (exact in double, all nine family pairs). Tensors
+with ``requires_grad`` get the library's values forward and the gradient of the same closed
+forms written in torch operations (gausskl._divergence_torch) backward: row-wise as
+``exact + (formula - formula.detach())``; all pairs and knn by a Function that recomputes the
+formula chunk by chunk in the backward. Tensors the library does not read (the torch path) get
+values and gradients of the torch formulas.
 """
 
 from __future__ import annotations
@@ -40,44 +41,21 @@ def _check_kind(kind, alpha, op="divergence") -> float:
     return a
 
 
-def _sigma_terms(torch, g):
-    """(mean, sigma, log sigma) of a DiagGaussian of tensors, each from its parameter."""
-    x = g.scale
-    if g.param == "std":
-        return g.mean, x, torch.log(x)
-    if g.param == "var":
-        return g.mean, torch.sqrt(x), 0.5 * torch.log(x)
-    if g.param == "logvar":
-        return g.mean, torch.exp(0.5 * x), 0.5 * x
-    return g.mean, torch.rsqrt(x), -0.5 * torch.log(x)
+def _transformed(op, kind) -> bool:
+    """Whether torch.func.grad (jvp, ...) is active: its wrapped tensors have no memory the
+    library could read, so the call takes the torch path. torch.func.vmap is not supported yet
+    for these kinds (the torch path's checks read values: data-dependent control flow)."""
+    if not _arrays.transformed():
+        return False
+    import torch
 
-
-def _m(torch, u):
-    """u - log1p(u); the library's series near 0 is for values, this is for gradients."""
-    return u - torch.log1p(u)
-
-
-def _diag_torch(torch, kind, alpha, p, q):
-    """D(p || q) of two diagonal batches in torch operations: the closed forms per dimension."""
-    m1, s1, l1 = _sigma_terms(torch, p)
-    m2, s2, l2 = _sigma_terms(torch, q)
-    delta, t = m1 - m2, l1 - l2
-    if kind == "jeffreys":
-        terms = 0.5 * (delta**2 * (torch.exp(-2 * l1) + torch.exp(-2 * l2))
-                       + 4 * torch.sinh(t) ** 2)
-    elif kind in ("bhattacharyya", "hellinger"):
-        log_cosh = torch.abs(t) + torch.log1p(torch.exp(-2 * torch.abs(t))) - math.log(2)
-        terms = 0.25 * delta**2 / (s1**2 + s2**2) + 0.5 * log_cosh
-    elif kind == "wasserstein2":
-        terms = delta**2 + (s1 - s2) ** 2
-    else:
-        beta = 1 - alpha
-        mu = torch.expm1(2 * t)
-        mixed = 1 + beta * mu
-        terms = (0.5 * alpha * delta**2 * torch.exp(-2 * l2) / mixed
-                 + 0.5 * (_m(torch, mu) - _m(torch, beta * mu) / beta))
-    value = terms.sum(-1)
-    return -torch.expm1(-value) if kind == "hellinger" else value
+    functorch = torch._C._functorch
+    if any(i.key() == functorch.TransformType.Vmap for i in functorch.get_interpreter_stack()):
+        raise NotImplementedError(
+            f"[{op}] kind={kind!r}: torch.func.vmap is not supported yet for the kinds other "
+            "than kl; loop over the batch, or give the batch to one call (batch shapes "
+            "broadcast)")
+    return True
 
 
 class _DivergenceRequest(_Request):
@@ -95,8 +73,9 @@ class _DivergenceRequest(_Request):
             got = self.library()
         converted = False
         while got.__class__ is int:
-            if got in (NEEDS_GRAD, TORCH_PATH):
-                return self.finish(self.with_grad(got == NEEDS_GRAD))
+            transformed = _transformed(self.op, self.kind)
+            if got in (NEEDS_GRAD, TORCH_PATH) or transformed:
+                return self.finish(self.with_grad(got == NEEDS_GRAD and not transformed))
             if converted:
                 raise RuntimeError("[divergence] internal error: inputs not readable after "
                                    "conversion")
@@ -106,18 +85,24 @@ class _DivergenceRequest(_Request):
         return self.finish(self.values(got))
 
     def with_grad(self, on_host):
+        """Tensors with gradients on the CPU (on_host), or the torch path."""
+        from gausskl import _divergence_torch as dt
+
         torch = self.unify()
-        both_diag = isinstance(self.p, DiagGaussian) and isinstance(self.q, DiagGaussian)
-        if not on_host or not both_diag or self.jitter.eps:
-            what = ("arrays on a device the library does not run on" if not on_host
-                    else "gradients with a jitter" if both_diag
-                    else f"gradients for {self.p.family} and {self.q.family} sides")
-            raise NotImplementedError(
-                f"[divergence] kind={self.kind!r}: {what} are not implemented yet (so far: "
-                "gradients for two DiagGaussians on the CPU); detach the inputs, or use gk.kl")
-        got = self.library(for_grad=True)  # validates, and the exact values
-        exact = torch.as_tensor(got).to(self.out_dtype())
-        formula = _diag_torch(torch, self.kind, self.alpha, self.p, self.q).to(exact.dtype)
+        if not on_host or (self.jitter.eps and any(map(dt.factored, self.gaussians))):
+            # As gk.kl: a jitter on matrices the library would factor runs in torch operations
+            # forward and backward (a backward factoring again could jitter other matrices).
+            _options.check_torch_path(self.op, self.jitter, 0.0, self.budget)
+            return dt.rowwise(self.op, self.kind, self.alpha, self.p, self.q,
+                              self.jitter).to(self.out_dtype())
+        exact = torch.as_tensor(self.values(self.library(for_grad=True))).to(self.out_dtype())
+        if isinstance(self.p, DiagGaussian) and isinstance(self.q, DiagGaussian):
+            formula = dt.diag_pair(self.kind, self.alpha, *dt.sigma_terms(self.p),
+                                   *dt.sigma_terms(self.q))
+        else:
+            formula = dt.rowwise(self.op, self.kind, self.alpha, self.p, self.q, None,
+                                 check=False)
+        formula = formula.to(exact.dtype)
         # The library's values forward, the formula's gradient backward.
         return exact + (formula - formula.detach())
 
@@ -146,15 +131,21 @@ def divergence(p, q, kind: str = "kl", alpha: float | None = None, *, jitter: fl
         ``alpha Sigma_q + (1 - alpha) Sigma_p`` must be positive definite (else the divergence is
         infinite: a ValueError naming the row).
     jitter, memory_budget, threads, torch_path
-        As for ``gk.kl``.
+        As for ``gk.kl``. The torch path (tensors on devices the library does not run on, CPU
+        tensors with ``torch_path=True``) computes the closed forms of docs/divergences.md in
+        torch operations, in float64 (float32 on MPS), with the library's errors.
 
     Returns
     -------
     numpy.ndarray or torch.Tensor
         Of the broadcast batch shape, in the inputs' framework and precision. Values are exact
         (computed in double); ``p = q`` gives exactly 0, and a symmetric kind the same value with
-        p and q swapped. Gradients (torch tensors with ``requires_grad``): ``kind="kl"`` as
-        ``gk.kl``; the other kinds for two DiagGaussians so far.
+        p and q swapped. Gradients (torch tensors with ``requires_grad``), every kind and family
+        pair: the library's values forward, the gradient of the same closed forms in torch
+        operations backward (double backward too); on the torch path, and with a ``jitter``
+        where a covariance or precision matrix is factored (as ``gk.kl``), values and gradients
+        of the torch forms. ``torch.func.grad`` takes the torch path; ``torch.func.vmap`` of the
+        kinds other than kl is not implemented (NotImplementedError).
 
     Examples
     --------
@@ -185,8 +176,7 @@ def divergence(p, q, kind: str = "kl", alpha: float | None = None, *, jitter: fl
 
 
 class _PairsRequest(_Request):
-    """pairwise and knn of a kind other than kl: the library's exact values; no gradients and no
-    torch path yet."""
+    """pairwise and knn of a kind other than kl."""
 
     def __init__(self, op, kind, alpha, p, q, **kwargs):
         super().__init__(op, p, q, self_pairs=q is None, **kwargs)
@@ -207,13 +197,9 @@ class _PairsRequest(_Request):
             got = self.library()
         converted = False
         while got.__class__ is int:
-            if got in (NEEDS_GRAD, TORCH_PATH):
-                what = ("gradients" if got == NEEDS_GRAD
-                        else "arrays on a device the library does not run on")
-                raise NotImplementedError(
-                    f"[{self.op}] kind={self.kind!r}: {what} are not implemented yet for all "
-                    f"pairs (so far: the library's values on the CPU); detach the inputs, or "
-                    f"use gk.{self.op}_kl")
+            transformed = _transformed(self.op, self.kind)
+            if got in (NEEDS_GRAD, TORCH_PATH) or transformed:
+                return self.finish(self.with_grad(got == NEEDS_GRAD and not transformed))
             if converted:
                 raise RuntimeError(f"[{self.op}] internal error: inputs not readable after "
                                    "conversion")
@@ -221,6 +207,39 @@ class _PairsRequest(_Request):
             converted = True
             got = self.library()
         return self.finish(self.values(got))
+
+    def torch_path_values(self):
+        from gausskl import _divergence_torch as dt
+
+        _options.check_torch_path(self.op, self.jitter, self.tolerance, self.budget)
+        if self.op == "pairwise":
+            return dt.pairwise(self.op, self.kind, self.alpha, self.p, self.q, self.jitter,
+                               self.budget, self.out_dtype())
+        return dt.knn(self.op, self.kind, self.alpha, self.p, self.q, self.k, self.exclude_self,
+                      self.jitter, self.budget, self.out_dtype())
+
+    def with_grad(self, on_host):
+        """The library's values with the formula's gradients (on_host), or the torch path."""
+        from gausskl import _divergence_torch as dt
+        from gausskl._autograd import _tensors
+
+        torch = self.unify()
+        if not on_host or (self.jitter.eps and any(map(dt.factored, self.gaussians))):
+            return self.torch_path_values()
+        got = self.values(self.library(for_grad=True))
+        specs = tuple(g._spec for g in self.gaussians)
+        slots, tensors = _tensors(specs)
+        if self.op == "pairwise":
+            info = (self.op, self.kind, self.alpha, specs, slots, self.budget, None, None)
+            return dt.PairsBackward.apply(lambda: got, info, *tensors)
+        indices, chosen = got
+        k = indices.shape[-1]
+        rows = torch.arange(indices.numel() // k, device=indices.device).repeat_interleave(k)
+        info = (self.op, self.kind, self.alpha, specs, slots, self.budget, rows,
+                indices.reshape(-1))
+        flat = chosen.reshape(-1)
+        values = dt.PairsBackward.apply(lambda: flat.clone(), info, *tensors)
+        return indices, values.reshape(chosen.shape)
 
 
 def _pairs_inputs(op, p, q):
@@ -243,8 +262,14 @@ def pairwise(p, q=None, kind: str = "kl", alpha: float | None = None, *, jitter:
     ``gk.pairwise_kl``, everything else exactly per pair in double (where ``tolerance`` changes
     nothing): NumPy and torch CPU arrays, any families,
     batch shapes as ``gk.pairwise_kl`` (the result is ``p.batch_shape + q.batch_shape``). With
-    ``q = p`` a symmetric kind gives a bit-symmetric matrix. Gradients and arrays on other devices
-    are not implemented yet for those kinds (NotImplementedError).
+    ``q = p`` a symmetric kind gives a bit-symmetric matrix.
+
+    Gradients (torch tensors with ``requires_grad``): the library's values forward; the backward
+    recomputes the closed forms in torch operations chunk by chunk of pairs (each distribution
+    prepared once; chunks within ``memory_budget``, 16 MiB without one), never holding the
+    graph of all ``N * M`` pairs. The torch path (tensors on other devices, ``torch_path=True``)
+    computes every pair by those forms in float64 (float32 on MPS), in blocks within
+    ``memory_budget``, differentiable; ``tolerance`` is checked but changes nothing there.
 
     Examples
     --------
@@ -273,9 +298,12 @@ def knn(p, q=None, *, k: int, kind: str = "kl", alpha: float | None = None,
     ``D(p_i || q_j)``, ascending, ties to the lower ``j``; returns ``(indices, values)``.
 
     ``kind="kl"`` is exactly ``gk.knn_kl``. The other kinds are the library's values, as
-    ``gk.pairwise`` computes them with the same ``tolerance`` (the same bits), selected row by row without keeping the
-    ``[N, M]`` matrix; ``exclude_self`` (without q) leaves out ``j == i``. No gradients yet for
-    those kinds (NotImplementedError).
+    ``gk.pairwise`` computes them with the same ``tolerance`` (the same bits), selected row by
+    row without keeping the ``[N, M]`` matrix; ``exclude_self`` (without q) leaves out
+    ``j == i``. Gradients flow through the chosen pairs only: those of the closed forms of
+    ``(p_i, q_indices[i, r])``, recomputed chunk by chunk as for ``gk.pairwise``. The torch path
+    computes blocks of rows by the closed forms, selects by value (ties to the lower ``j``), and
+    with gradients computes the chosen pairs again with their graph.
 
     Examples
     --------

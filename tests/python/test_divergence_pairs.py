@@ -90,9 +90,14 @@ def test_torch_cpu_and_gradients():
     assert isinstance(got, torch.Tensor) and got.dtype == torch.float64
     want = gk.pairwise(gk.DiagGaussian(mean, std=std), kind="wasserstein2")
     np.testing.assert_array_equal(got.numpy(), want)
+    # Gradients (tests/python/test_divergence_grad.py checks them against the row-wise ones):
+    # the library's values forward.
     leaf = torch.tensor(mean, requires_grad=True)
-    with pytest.raises(NotImplementedError, match=r"\[pairwise\] kind='hellinger': gradients"):
-        gk.pairwise(gk.DiagGaussian(leaf, std=torch.tensor(std)), kind="hellinger")
+    got = gk.pairwise(gk.DiagGaussian(leaf, std=torch.tensor(std)), kind="hellinger")
+    want = gk.pairwise(gk.DiagGaussian(mean, std=std), kind="hellinger")
+    np.testing.assert_array_equal(got.detach().numpy(), want)
+    got.sum().backward()
+    assert leaf.grad is not None and torch.isfinite(leaf.grad).all()
 
 
 def test_mpmath_near_duplicates():
