@@ -257,8 +257,9 @@ def pairwise(p, q=None, kind: str = "kl", alpha: float | None = None, *, jitter:
     ``q = p`` and the diagonal is exactly 0.
 
     ``kind="kl"`` is exactly ``gk.pairwise_kl`` (gradients, torch path). The other kinds (those
-    of ``gk.divergence``, ``alpha`` for renyi) are the library's: ``jeffreys`` and
-    ``wasserstein2`` of two diagonal batches by KL's tiled kernel within ``tolerance`` as
+    of ``gk.divergence``, ``alpha`` for renyi) are the library's: ``jeffreys``,
+    ``wasserstein2``, ``bhattacharyya`` and ``hellinger`` of two diagonal batches by tiled
+    kernels within ``tolerance`` as
     ``gk.pairwise_kl``, everything else exactly per pair in double (where ``tolerance`` changes
     nothing): NumPy and torch CPU arrays, any families,
     batch shapes as ``gk.pairwise_kl`` (the result is ``p.batch_shape + q.batch_shape``). With
