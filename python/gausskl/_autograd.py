@@ -132,7 +132,7 @@ def _pairwise_values_of(*gs):
     p = _torch_path._flat(gs[0])
     q = _torch_path._flat(gs[1]) if len(gs) > 1 else None
     out = _torch_path.pairwise("pairwise_kl", p, q, p._spec[1].dtype, Jitter("pairwise_kl", 0.0))
-    return out.reshape(*gs[0]._batch, *(gs[-1]._batch))
+    return out.reshape(tuple(gs[0]._batch) + tuple(gs[-1]._batch))
 
 
 class _Rowwise(torch.autograd.Function):
@@ -309,7 +309,7 @@ def _flat(g):
     arrays = []
     for a, r in zip(g._spec[1:], ranks):
         event = tuple(a.shape[a.ndim - r:])
-        arrays.append(a.expand(*g._batch, *event).reshape(n, *event))
+        arrays.append(a.expand(tuple(g._batch) + tuple(event)).reshape((n, *event)))
     return g._replace(arrays)
 
 

@@ -275,7 +275,7 @@ def _pairwise_backward(ctx, grad):
             fa, fb = _torch_path._flat(a), (None if b is None else _torch_path._flat(b))
             out = _torch_path.pairwise("pairwise_kl", fa, fb, grad.dtype,
                                        Jitter("pairwise_kl", ctx.jitter), certified=False)
-            return out.reshape(*a._batch, *(a._batch if b is None else b._batch))
+            return out.reshape(tuple(a._batch) + tuple(a._batch if b is None else b._batch))
 
         _, vjp = torch.func.vjp(values, *p, *q)
         grads = list(vjp(grad))

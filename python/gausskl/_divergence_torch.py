@@ -219,7 +219,7 @@ def _row_index(g, batch) -> torch.Tensor | None:
         return None
     n = math.prod(g._batch)
     dev = g._spec[1].device
-    return torch.arange(n, device=dev).reshape(g._batch).expand(*batch).reshape(-1)
+    return torch.arange(n, device=dev).reshape(tuple(g._batch)).expand(tuple(batch)).reshape(-1)
 
 
 def rowwise(op: str, kind: str, alpha: float, p, q, jitter, check: bool = True):
@@ -332,7 +332,7 @@ def pairwise(op, kind, alpha, p, q, jitter, budget, out_dtype):
     if mirror:
         out = out + out.transpose(0, 1)
     m_batch = p._batch if q is None else q._batch
-    return out.to(out_dtype).reshape(*p._batch, *m_batch)
+    return out.to(out_dtype).reshape(tuple(p._batch) + tuple(m_batch))
 
 
 def knn(op, kind, alpha, p, q, k, exclude_self, jitter, budget, out_dtype):

@@ -314,8 +314,8 @@ class Side:
         for name, t in list(vars(self).items()):
             if isinstance(t, torch.Tensor) and t.dim() >= 1 and t.shape[0] == n_own:
                 rest = tuple(t.shape[1:])
-                setattr(self, name, t.reshape(*own, *rest).expand(*batch, *rest)
-                        .reshape(n, *rest))
+                # Tuples, not unpacked sizes: own and rest may both be () (one distribution).
+                setattr(self, name, t.reshape(own + rest).expand(batch + rest).reshape((n,) + rest))
         return self
 
     # -- this batch as q: tr(X' T^-1 X) per distribution, and tr(T^-1 diag(a2)) ----------------
@@ -447,7 +447,7 @@ def _flat(g, batch=None):
     arrays = []
     for a, r in zip(g._spec[1:], g._event_ranks()):
         event = tuple(a.shape[a.ndim - r:])
-        arrays.append(a.expand(*batch, *event).reshape(n, *event))
+        arrays.append(a.expand(tuple(batch) + tuple(event)).reshape((n, *event)))
     return g._replace(arrays)
 
 
@@ -507,7 +507,7 @@ def run(request):
     m_batch = p._batch if q is None else q._batch
     if op == "pairwise_kl":
         out = pairwise(op, fp, fq, out_dtype, jitter, request.tolerance, request.budget)
-        return out.reshape(*p._batch, *m_batch)
+        return out.reshape(tuple(p._batch) + tuple(m_batch))
     k, exclude_self = request.k, request.exclude_self
     if fq is not None and exclude_self:
         rule(op, "exclude_self")

@@ -216,6 +216,42 @@ def test_multivariate_normal_batches_like_torch(rng):
 
 
 @needs_torch
+@needs_torch
+@pytest.mark.parametrize("fam,par", FAMILIES)
+@pytest.mark.parametrize("torch_path", [None, True])
+def test_single_distributions_on_every_path(rng, fam, par, torch_path):
+    """Unbatched p and q (batch ()), tensors with and without gradients, the library and the
+    torch path: 0-d results of pairwise and the row-wise divergences, values of the conftest
+    reference, gradients of torch.distributions' KL. (The torch path and the full-covariance
+    gradients reshaped with an empty size list and failed with a TypeError.)"""
+    import torch
+
+    a, b = make_arrays(rng, fam, par, 1, 3), make_arrays(rng, fam, par, 1, 3)
+    want = ref_kl(a, b)[0]
+    for grad in (False, True):
+        ta = {k: torch.from_numpy(v[0].copy()).requires_grad_(grad) for k, v in a.items()}
+        tb = {k: torch.from_numpy(v[0].copy()) for k, v in b.items()}
+        p, q = gaussian(ta), gaussian(tb)
+        assert p.batch_shape == ()
+        outs = [gk.pairwise_kl(p, q, torch_path=torch_path), gk.kl(p, q, torch_path=torch_path),
+                gk.pairwise(p, q, kind="kl", torch_path=torch_path),
+                gk.divergence(p, q, kind="kl", torch_path=torch_path)]
+        for out in outs:
+            assert out.shape == ()
+            np.testing.assert_allclose(out.detach().numpy(), want, rtol=1e-10)
+        assert gk.pairwise(p, q, kind="jeffreys", torch_path=torch_path).shape == ()
+        for idx, val in (gk.knn_kl(p, q, k=1, torch_path=torch_path),
+                         gk.knn(p, q, k=1, kind="jeffreys", torch_path=torch_path)):
+            assert idx.shape == val.shape == (1,) and int(idx[0]) == 0
+        if grad:
+            sum(outs).backward()
+            # d KL / d mean_p = T^-1 (mean_p - mean_q), T q's covariance; four calls above.
+            cq = covariance(b)[0]
+            g = 4 * np.linalg.solve(cq, a["mean"][0] - b["mean"][0])
+            np.testing.assert_allclose(ta["mean"].grad.numpy(), g, rtol=1e-9, atol=1e-12)
+            assert all(t.grad is not None and t.grad.shape == t.shape for t in ta.values())
+
+
 @pytest.mark.parametrize("param", ["covariance", "precision_matrix"])
 def test_symmetric_matrices_get_symmetric_gradients(rng, param):
     import torch
