@@ -96,20 +96,22 @@ def _gaussians(specs):
     return [_gaussian(list(s[1:]), s[0]) for s in specs]
 
 
-def _torch_grads(fn, specs, slots, tensors, flags, grad, create_graph=False):
-    """Gradients of sum(grad * fn(*batches)) for the flagged tensors, by torch.autograd through
-    fn written in torch operations (NumPy arrays among the inputs become constant tensors).
-    create_graph: the gradients are themselves differentiable (fn is applied to the tensors)."""
-    with torch.enable_grad():
-        leaves = (list(tensors) if create_graph else
-                  [t.detach().requires_grad_(bool(f)) for t, f in zip(tensors, flags)])
-        device = tensors[0].device
-        specs = [tuple(a if _arrays.is_torch(a) or i == 0 else torch.as_tensor(a, device=device)
-                       for i, a in enumerate(s)) for s in _respec(specs, slots, leaves)]
-        out = fn(*_gaussians(specs))
-        wanted = [t for t, f in zip(leaves, flags) if f]
-        got = iter(torch.autograd.grad(out, wanted, grad.to(out.dtype), allow_unused=True,
-                                       create_graph=create_graph))
+def leaves_and_batches(specs, slots, tensors, flags, create_graph):
+    """For a backward that differentiates torch operations (call under torch.enable_grad()): the
+    leaves to differentiate (the tensors themselves with create_graph, else detached copies that
+    require grad where flagged) and the batches of specs over them (NumPy arrays among the inputs
+    become constant tensors)."""
+    leaves = (list(tensors) if create_graph else
+              [t.detach().requires_grad_(bool(f)) for t, f in zip(tensors, flags)])
+    device = tensors[0].device
+    specs = [tuple(a if _arrays.is_torch(a) or i == 0 else torch.as_tensor(a, device=device)
+                   for i, a in enumerate(s)) for s in _respec(specs, slots, leaves)]
+    return leaves, _gaussians(specs)
+
+
+def per_tensor(got, tensors, flags):
+    """The gradients (an iterator over the flagged tensors' ones) for every tensor: None where not
+    flagged, zeros where a flagged tensor's is None (unused), each in its tensor's dtype."""
     result = []
     for t, f in zip(tensors, flags):
         g = next(got) if f else None
@@ -117,6 +119,19 @@ def _torch_grads(fn, specs, slots, tensors, flags, grad, create_graph=False):
             g = torch.zeros_like(t)
         result.append(None if g is None else g.to(t.dtype))
     return result
+
+
+def _torch_grads(fn, specs, slots, tensors, flags, grad, create_graph=False):
+    """Gradients of sum(grad * fn(*batches)) for the flagged tensors, by torch.autograd through
+    fn written in torch operations (NumPy arrays among the inputs become constant tensors).
+    create_graph: the gradients are themselves differentiable (fn is applied to the tensors)."""
+    with torch.enable_grad():
+        leaves, batches = leaves_and_batches(specs, slots, tensors, flags, create_graph)
+        out = fn(*batches)
+        wanted = [t for t, f in zip(leaves, flags) if f]
+        got = iter(torch.autograd.grad(out, wanted, grad.to(out.dtype), allow_unused=True,
+                                       create_graph=create_graph))
+    return per_tensor(got, tensors, flags)
 
 
 def _rowwise_values_of(*gs):

@@ -372,12 +372,6 @@ def knn(op, kind, alpha, p, q, k, exclude_self, jitter, budget, out_dtype):
 
 
 # -- gradients of the library's all-pairs values --------------------------------------------------
-def _gaussians_of(specs):
-    from gausskl._compile import _gaussian
-
-    return [_gaussian(list(s[1:]), s[0]) for s in specs]
-
-
 class PairsBackward(torch.autograd.Function):
     """The library's values of pairs (all pairs: rows None; knn: the chosen (rows, cols))
     forward; backward, the formula's gradient, recomputed chunk by chunk: the prepared
@@ -399,18 +393,12 @@ class PairsBackward(torch.autograd.Function):
 
 
 def _pairs_grads(info, tensors, flags, grad):
-    from gausskl._autograd import _respec
+    from gausskl._autograd import leaves_and_batches, per_tensor
 
     op, kind, alpha, specs, slots, budget, rows, cols = info
     create_graph = torch.is_grad_enabled()
     with torch.enable_grad():
-        leaves = (list(tensors) if create_graph else
-                  [t.detach().requires_grad_(bool(f)) for t, f in zip(tensors, flags)])
-        device = tensors[0].device
-        specs = [tuple(a if isinstance(a, torch.Tensor) or i == 0
-                       else torch.as_tensor(a, device=device) for i, a in enumerate(s))
-                 for s in _respec(specs, slots, leaves)]
-        gs = _gaussians_of(specs)
+        leaves, gs = leaves_and_batches(specs, slots, tensors, flags, create_graph)
         pairs = Pairs(op, kind, alpha, gs[0], gs[1] if len(gs) > 1 else None, None, budget,
                       check=False)
         g = grad.reshape(-1).to(pairs.P.mean.dtype)
@@ -427,14 +415,7 @@ def _pairs_grads(info, tensors, flags, grad):
             got = torch.autograd.grad(out, wanted, g, allow_unused=True, create_graph=True)
         else:
             got = _chunked(pairs, rows, cols, g, wanted)
-    got = iter(got)
-    result = []
-    for t, f in zip(tensors, flags):
-        x = next(got) if f else None
-        if f and x is None:
-            x = torch.zeros_like(t)
-        result.append(None if x is None else x.to(t.dtype))
-    return result
+    return per_tensor(iter(got), tensors, flags)
 
 
 def _chunked(pairs: Pairs, rows, cols, g, wanted):
