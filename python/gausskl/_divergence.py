@@ -32,7 +32,8 @@ def _check_kind(kind, alpha, op="divergence") -> float:
         return 0.0
     rule = "(the order of the renyi divergence) must be finite and in (0, 1) or (1, inf)"
     if alpha is None:
-        raise ValueError(f"[{op}] kind='renyi' needs alpha {rule}")
+        raise ValueError(f"[{op}] kind='renyi' needs alpha, the order of the renyi divergence: "
+                         "finite and in (0, 1) or (1, inf)")
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)):
         raise TypeError(f"[{op}] alpha {rule}, found {type(alpha).__name__}")
     a = float(alpha)

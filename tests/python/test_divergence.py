@@ -147,7 +147,7 @@ def test_float32_in_float32_out(rng):
     [
         ("jeff", None, ValueError, "[divergence] kind must be one of kl, jeffreys, bhattacharyya, "
          "hellinger, wasserstein2, renyi, found 'jeff'"),
-        ("renyi", None, ValueError, "[divergence] kind='renyi' needs alpha (the order"),
+        ("renyi", None, ValueError, "[divergence] kind='renyi' needs alpha, the order"),
         ("renyi", 1.0, ValueError, "must be finite and in (0, 1) or (1, inf), found 1.0"),
         ("renyi", math.inf, ValueError, "found inf"),
         ("renyi", "0.5", TypeError, "found str"),
