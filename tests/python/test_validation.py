@@ -231,3 +231,33 @@ def test_construction_rules():
 def test_complex_arrays_are_refused():
     with pytest.raises(TypeError, match="complex"):
         gk.DiagGaussian(np.zeros(2, complex), std=1.0)
+
+
+@pytest.mark.parametrize("framework", ["numpy", "torch"])
+@pytest.mark.parametrize("param", ["std", "logvar"])
+def test_the_common_diagonal_batch_is_the_general_one(framework, param):
+    """DiagGaussian's one-pass case (std or logvar of the mean's shape, one framework) makes the
+    batch the general path makes (a view of the same arrays: made here with a broadcast scale
+    of the same values), and refuses what the general path refuses."""
+    mean, scale = np.arange(6.0).reshape(2, 3), np.full((2, 3), 0.5)
+    if framework == "torch":
+        torch = pytest.importorskip("torch")
+        mean, scale = torch.from_numpy(mean), torch.from_numpy(scale)
+        wide = torch.tensor(0.5, dtype=torch.float64)
+        cplx = torch.zeros((2, 3), dtype=torch.complex128)
+    else:
+        wide, cplx = np.float64(0.5) + np.zeros(()), np.zeros((2, 3), complex)
+    fast = gk.DiagGaussian(mean, **{param: scale})
+    general = gk.DiagGaussian(mean, **{param: wide})  # a 0-d scale: the general path
+    assert fast._spec[0] == general._spec[0] == gk._distributions.CODES[param]
+    assert fast._spec[1] is mean and fast._spec[2] is scale
+    assert (fast.param, fast._batch, fast._namespace, fast._torch, fast._cls) == (
+        general.param, general._batch, general._namespace, general._torch, general._cls)
+    assert repr(fast) == repr(general)
+    np.testing.assert_array_equal(np.asarray(gk.kl(fast, general)), np.zeros(2))
+    with pytest.raises(TypeError, match="complex"):
+        gk.DiagGaussian(cplx, **{param: cplx})
+    with pytest.raises(ValueError, match="give exactly one of std, var, logvar, precision"):
+        gk.DiagGaussian(mean, var=scale, **{param: scale})
+    with pytest.raises(TypeError, match="by keyword"):
+        gk.DiagGaussian(mean, scale)
