@@ -366,8 +366,11 @@ def knn(op, kind, alpha, p, q, k, exclude_self, jitter, budget, out_dtype):
     ix = torch.cat(indices)
     v = torch.cat(values)
     if grad:
-        r = torch.arange(pairs.n, device=ix.device).repeat_interleave(k)
-        v = pairs.values(r, ix.reshape(-1)).reshape(pairs.n, k)
+        r, c = torch.arange(pairs.n, device=ix.device).repeat_interleave(k), ix.reshape(-1)
+        v = pairs.values(r, c)
+        if pairs.self_pairs:  # a distribution with itself: exactly 0, as the selection had it
+            v = v.masked_fill(r == c, 0.0)
+        v = v.reshape(pairs.n, k)
     return ix.reshape(*p._batch, k), v.to(out_dtype).reshape(*p._batch, k)
 
 
@@ -401,15 +404,12 @@ def _pairs_grads(info, tensors, flags, grad):
         leaves, gs = leaves_and_batches(specs, slots, tensors, flags, create_graph)
         pairs = Pairs(op, kind, alpha, gs[0], gs[1] if len(gs) > 1 else None, None, budget,
                       check=False)
-        g = grad.reshape(-1).to(pairs.P.mean.dtype)
-        if rows is None:
-            dev = pairs.P.mean.device
-            rows = torch.arange(pairs.n, device=dev).repeat_interleave(pairs.m)
-            cols = torch.arange(pairs.m, device=dev).repeat(pairs.n)
-        if pairs.self_pairs:  # the zero diagonal's gradient is 0
-            keep = torch.nonzero(rows != cols)[:, 0]
-            rows, cols, g = rows[keep], cols[keep], g[keep]
+        g = grad.reshape(-1)
         wanted = [t for t, f in zip(leaves, flags) if f]
+        if create_graph or rows is not None:
+            if rows is None:  # create_graph: every pair's graph is kept anyway
+                rows, cols = _all_pairs(pairs, 0, pairs.n * pairs.m)
+            rows, cols, g = _off_diagonal(pairs, rows, cols, g.to(pairs.P.mean.dtype))
         if create_graph:
             out = pairs.values(rows, cols, check=False)
             got = torch.autograd.grad(out, wanted, g, allow_unused=True, create_graph=True)
@@ -418,9 +418,25 @@ def _pairs_grads(info, tensors, flags, grad):
     return per_tensor(iter(got), tensors, flags)
 
 
+def _all_pairs(pairs: Pairs, k0: int, k1: int):
+    """(rows, cols) of the pairs k0 <= k < k1 in row-major order of the N x M results."""
+    k = torch.arange(k0, k1, device=pairs.P.mean.device)
+    return k // pairs.m, k % pairs.m
+
+
+def _off_diagonal(pairs: Pairs, rows, cols, g):
+    """The pairs and upstream gradients without q = p's diagonal, whose gradient is 0."""
+    if not pairs.self_pairs:
+        return rows, cols, g
+    keep = torch.nonzero(rows != cols)[:, 0]
+    return rows[keep], cols[keep], g[keep]
+
+
 def _chunked(pairs: Pairs, rows, cols, g, wanted):
     """Gradients for `wanted` of sum(g * D(p_rows || q_cols)), the formula differentiated one
-    chunk of pairs at a time into the prepared tensors, then through the preparation once."""
+    chunk of pairs at a time into the prepared tensors, then through the preparation once.
+    rows None: every pair of the N x M results, g their [N M] upstream gradients (in any dtype),
+    whose indices are made chunk by chunk (never N M of them at once)."""
     prepared = [pairs.P] if pairs.self_pairs else [pairs.P, pairs.Q]
     graphs = [{k: v for k, v in x.tensors().items() if v.requires_grad} for x in prepared]
     detached = [x.with_tensors({k: v.detach().requires_grad_() for k, v in gr.items()})
@@ -429,12 +445,18 @@ def _chunked(pairs: Pairs, rows, cols, g, wanted):
     Q = detached[-1]
     leaves = [v for x, gr in zip(detached, graphs) for k, v in x.tensors().items() if k in gr]
     acc = [torch.zeros_like(v) for v in leaves]
-    for k0 in range(0, rows.numel(), pairs.chunk):
-        i, j = rows[k0:k0 + pairs.chunk], cols[k0:k0 + pairs.chunk]
+    total = pairs.n * pairs.m if rows is None else rows.numel()
+    for k0 in range(0, total, pairs.chunk):
+        k1 = min(total, k0 + pairs.chunk)
+        if rows is None:
+            i, j = _all_pairs(pairs, k0, k1)
+            i, j, gk = _off_diagonal(pairs, i, j, g[k0:k1].to(pairs.P.mean.dtype))
+        else:
+            i, j, gk = rows[k0:k1], cols[k0:k1], g[k0:k1]
         v, _ = pair(pairs.kind, pairs.alpha, P.take(i), Q.take(j))
         if not leaves:
             break
-        got = torch.autograd.grad(v, leaves, g[k0:k0 + pairs.chunk], allow_unused=True)
+        got = torch.autograd.grad(v, leaves, gk, allow_unused=True)
         for a, x in zip(acc, got):
             if x is not None:
                 a += x

@@ -155,3 +155,28 @@ def test_tolerance_reaches_the_tiled_kinds(kind):
         gk.pairwise(p, q, kind=kind, tolerance=-1.0)
     with pytest.raises(TypeError, match=r"\[knn\] tolerance must be a real number"):
         gk.knn(p, q, k=1, kind=kind, tolerance="1e-3")
+
+
+@pytest.mark.parametrize("family", ["full", "lowrank"])
+def test_knn_with_gradients_keeps_the_zero_of_a_distribution_with_itself(family):
+    """q = p on the torch path with gradients: the chosen pairs are computed again with their
+    graph, and a distribution's pair with itself stays exactly 0 (the formulas gave round-off,
+    e.g. 1e-29 for wasserstein2, 3e-16 for bhattacharyya of low-rank sides), as without
+    gradients; its gradient is 0."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(11)
+    g, _ = _make(rng, family, 6, 4)
+    mean, *scale = (torch.from_numpy(np.ascontiguousarray(a)).requires_grad_()
+                    for a in g._spec[1:])
+    p = (gk.FullGaussian(mean, covariance=scale[0]) if family == "full" else
+         gk.LowRankGaussian(mean, cov_factor=scale[0], cov_diag=scale[1]))
+    for kind, alpha in KINDS[:5]:
+        ix, v = gk.knn(p, k=2, kind=kind, alpha=alpha, torch_path=True)
+        assert torch.equal(ix[:, 0], torch.arange(6)), kind
+        assert torch.equal(v[:, 0], torch.zeros(6, dtype=v.dtype)), kind
+        with torch.no_grad():
+            _, plain = gk.knn(p, k=2, kind=kind, alpha=alpha, torch_path=True)
+        torch.testing.assert_close(v.detach(), plain, rtol=1e-12, atol=0)
+        mean.grad = None
+        v[:, 0].sum().backward()
+        assert torch.equal(mean.grad, torch.zeros_like(mean)), kind
