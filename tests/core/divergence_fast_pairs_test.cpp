@@ -279,6 +279,40 @@ TEST(DivergenceFastPairs, ExtremeVariances) {
   }
 }
 
+// Means so far apart that the kernel's fraction N overflows (variances 1e30, means 1e50 apart:
+// B = 1.25e69, finite): the kernel's bound is then inf, which certifies nothing, and the exact
+// per-pair form gives the value (the kernel certified inf before). Every target.
+TEST(DivergenceFastPairs, OverflowIsNotCertified) {
+  for (const Divergence kind : {Divergence::bhattacharyya, Divergence::hellinger}) {
+    DiagSpec ps{}, qs{};
+    ps.n = qs.n = 3;
+    ps.d = qs.d = 8;
+    ps.mean.assign(24, 0.0);
+    qs.mean.assign(24, 0.0);
+    ps.stddev.assign(24, 1e15);
+    qs.stddev.assign(24, 1e15);
+    qs.mean[0] = 1e50;   // pair (0, 0): B = 1e100 / (8 * 1e30)
+    qs.mean[8] = -1e50;  // pair (i, 1)
+    const DiagBatch<double> p = make_diag<double>(ps, DiagParam::stddev),
+                            q = make_diag<double>(qs, DiagParam::stddev);
+    const auto pv = p.view(), qv = q.view();
+    for (const std::int64_t target : hwy::SupportedAndGeneratedTargets()) {
+      hwy::SetSupportedTargetsForTest(target);
+      const std::vector<double> got = run<double, double>(options_of(kind), pv, &qv);
+      EXPECT_TRUE(std::isfinite(got[0])) << hwy::TargetName(target);
+      if (kind == Divergence::bhattacharyya) {
+        EXPECT_NEAR(got[0] / 1.25e69, 1.0, 1e-13) << hwy::TargetName(target);
+        EXPECT_EQ(got[1], got[0]);
+        EXPECT_EQ(got[2], 0.0);
+      }
+      // Every entry against the reference (float results overflow: 1.25e69 is past FLT_MAX).
+      const std::vector<long double> ref = reference_of(kind, pv, qv, false);
+      EXPECT_LE(error_of(got, ref), 1e-13) << hwy::TargetName(target);
+    }
+    hwy::SetSupportedTargetsForTest(0);
+  }
+}
+
 // Looser tolerances bound every entry too (fewer entries recomputed).
 TEST(DivergenceFastPairs, ToleranceBoundsEveryEntry) {
   Rng rng(1502);

@@ -48,7 +48,10 @@ double certified(double quad, double log_mant, double expo, double p_log_mant, d
   double value = 0.25 * quad + 0.5 * l;
   const double bound = params.quad_bound * quad + params.log_bound +
                        kUnit * (std::abs(y) + std::abs(l) + 2 * std::abs(value));
-  if (!(bound <= params.tolerance * (std::abs(value) + 1) && bound <= 0.01 * value))
+  // A finite bound too: N overflows for far means or wide variances (B of 1e16 and more, e.g.
+  // variances 1e30 and means 1e50 apart), and then inf <= inf.
+  if (!(bound <= params.tolerance * (std::abs(value) + 1) && bound <= 0.01 * value &&
+        bound < HUGE_VAL))
     return std::numeric_limits<double>::quiet_NaN();
   if (params.hellinger) value = -std::expm1(-value);
   return value;
@@ -74,8 +77,9 @@ BhatParams bhat_params(std::int64_t d, double tolerance, bool hellinger) {
   // products 1/4 u each. Per entry: the logarithms of the mantissas (Highway's Log within 4 ulp,
   // libm's within 1, of values < 0.7: 1/2 4u + 1/4 2u) and the roundings of the mantissas' sums
   // (values < 1.4, < 2u): 16u with room. N's underflows, at most 2^-82 each in quad's units
-  // (partial products >= 2^-993), 3 per term. The kernels add log 2's rounding and the exponents'
-  // term's (u |y| in L), x + y's (1/2 u |l|) and the final sum's, from their sizes.
+  // (partial products >= 2^-896: 2^-179 with gradual underflow, 2^-126 flushed to zero), 3 per
+  // term. The kernels add log 2's rounding and the exponents' term's (u |y| in L), x + y's (1/2 u
+  // |l|) and the final sum's, from their sizes.
   params.log_bound = 1.01 * kUnit * (2.5 * dd + 16) + 0.75 * dd * 0x1p-82;
   // hellinger: H of B within 4 ulp (8u H) and, by the mean value theorem, e^-xi |B_hat - B| with
   // xi >= 0.99 B_hat (the 1% rule), where e^-xi (B + 1) <= 1.0001: certifying B to
@@ -205,7 +209,7 @@ void UkrBhat(std::int64_t m, std::int64_t n, std::int64_t k, const BhatRows& p, 
           unit = hn::Set(d, kUnit), dims = hn::Set(d, params.dims),
           quad_bound = hn::Set(d, params.quad_bound), log_bound = hn::Set(d, params.log_bound),
           tolerance = hn::Set(d, params.tolerance), low = hn::Set(d, -700.0),
-          nan = hn::Set(d, std::numeric_limits<double>::quiet_NaN());
+          nan = hn::Set(d, std::numeric_limits<double>::quiet_NaN()), inf = hn::Set(d, HUGE_VAL);
   const V q_log_mant = hn::LoadU(d, q.log_mant), q_log2 = hn::LoadU(d, q.log2);
   const bool full = m == static_cast<std::int64_t>(MR) && n == static_cast<std::int64_t>(NR);
   HWY_ALIGN double local[MR * NR];
@@ -221,8 +225,9 @@ void UkrBhat(std::int64_t m, std::int64_t n, std::int64_t k, const BhatRows& p, 
     const V bound = hn::Add(
         hn::Add(hn::Mul(quad_bound, quad), log_bound),
         hn::Mul(unit, hn::Add(hn::Add(hn::Abs(y), hn::Abs(l)), hn::Mul(two, hn::Abs(value)))));
-    const auto ok = hn::And(hn::Le(bound, hn::Mul(tolerance, hn::Add(hn::Abs(value), one))),
-                            hn::Le(bound, hn::Mul(hundredth, value)));
+    const auto ok = hn::And(hn::And(hn::Le(bound, hn::Mul(tolerance, hn::Add(hn::Abs(value), one))),
+                                    hn::Le(bound, hn::Mul(hundredth, value))),
+                            hn::Lt(bound, inf));
     if (params.hellinger) value = hn::Neg(hn::Expm1(d, hn::Neg(hn::Max(value, low))));
     value = hn::IfThenElse(ok, value, nan);
     if (full) {

@@ -166,10 +166,12 @@ TEST(UkrBhatRef, AnyTileShape) {
     check_kernel(BhatKernel{tile, &ukr_bhat_ref}, "ref");
 }
 
-// The range the kernel accepts: s_h in [2^-124, 2^121].
+// The range the kernel accepts: s_h in [2^-112, 2^121].
 TEST(UkrBhat, RangeCheck) {
   EXPECT_TRUE(bhat_range_ok(1e-30, 1e30, 1e-6, 1));
   EXPECT_TRUE(bhat_range_ok(1e-300, 1, 1e-30, 1));  // s_h >= the larger of the minima
+  EXPECT_TRUE(bhat_range_ok(0x1p-112, 1, 0x1p-112, 1));
+  EXPECT_FALSE(bhat_range_ok(0x1p-113, 1, 0x1p-113, 1));
   EXPECT_FALSE(bhat_range_ok(1e-300, 1, 1e-300, 1));
   EXPECT_FALSE(bhat_range_ok(1, 1e300, 1, 1));
 }
