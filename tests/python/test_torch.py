@@ -304,3 +304,17 @@ def test_overflowing_kl_is_infinite_on_both_paths(torch):
     for torch_path in (False, True):
         assert torch.isposinf(gk.kl(p, q, torch_path=torch_path)).all()
         assert torch.isposinf(gk.pairwise_kl(p, q, torch_path=torch_path)).all()
+
+
+def test_meta_tensors_get_a_clear_error(torch):
+    """Tensors on the meta device have no values (and no DLPack export): every operation says so
+    instead of an internal error."""
+    m = gk.DiagGaussian(torch.zeros(2, 3, device="meta"), std=torch.ones(2, 3, device="meta"))
+    c = gk.DiagGaussian(torch.zeros(2, 3), std=torch.ones(2, 3))
+    calls = {"kl": lambda: gk.kl(m, c), "kl_standard_normal": lambda: gk.kl_standard_normal(m),
+             "pairwise_kl": lambda: gk.pairwise_kl(m), "knn_kl": lambda: gk.knn_kl(m, k=1),
+             "divergence": lambda: gk.divergence(m, c, kind="jeffreys"),
+             "pairwise": lambda: gk.pairwise(m, kind="hellinger")}
+    for op, call in calls.items():
+        with pytest.raises(ValueError, match=rf"^\[{op}\] the tensors are on torch's meta device"):
+            call()
