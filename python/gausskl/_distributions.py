@@ -234,13 +234,10 @@ class DiagGaussian(Gaussian):
             kind = _NATIVE.get(mean.__class__)
             if kind is not None and scale.__class__ is mean.__class__:
                 ms = mean.shape
-                if ms and ms == scale.shape and not _complex(kind, mean, scale):
-                    self._cls = "DiagGaussian"
-                    self._spec = (_STD if param == "std" else _LOGVAR, mean, scale)
-                    self.param = param
-                    self._batch = ms[:-1]
-                    self._namespace = None
-                    self._torch = kind == _arrays.TORCH
+                if (ms and ms == scale.shape and not _arrays.is_complex(mean)
+                        and not _arrays.is_complex(scale)):
+                    self._set("DiagGaussian", (mean, scale), param, CODES[param], ms[:-1], None,
+                              kind == _arrays.TORCH)
                     return
         cls = "DiagGaussian"
         if args:
@@ -281,14 +278,6 @@ class DiagGaussian(Gaussian):
 
 
 _NATIVE = _arrays._NATIVE  # array type -> NUMPY or TORCH, as _arrays.native() fills it
-_STD, _LOGVAR = CODES["std"], CODES["logvar"]
-
-
-def _complex(kind: int, a, b) -> bool:
-    """Whether either of two arrays of one kind (NUMPY or TORCH) is complex."""
-    if kind == _arrays.TORCH:
-        return a.is_complex() or b.is_complex()
-    return a.dtype.kind == "c" or b.dtype.kind == "c"
 
 
 def _broadcast_event(x, shape):

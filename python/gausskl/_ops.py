@@ -116,8 +116,8 @@ class _Request:
         """Every array in the common dtype the library reads in place; an all-pairs q batch (p
         without q) contiguous."""
         gs = self.gaussians
-        meta = [a for g in gs for a in g._spec[1:] if _arrays.is_torch(a) and a.is_meta]
-        if meta:  # no DLPack export, no values to check or compute with
+        if any(_arrays.is_torch(a) and a.is_meta for g in gs for a in g._spec[1:]):
+            # no DLPack export, no values to check or compute with
             raise ValueError(f"[{self.op}] the tensors are on torch's meta device, which holds no "
                              "values to compute with (torch.compile's fake tensors are taken)")
         if any(_arrays.is_dask(a) for g in gs for a in g._spec[1:]):
