@@ -289,6 +289,12 @@ inline constexpr std::int64_t kGemmRefNr = 4;
 inline constexpr std::int64_t kGemmKC = 512;
 inline constexpr std::int64_t kGemmMC = 96;
 inline constexpr std::int64_t kBackwardChunkH = 256;
+// Rows of B the backward's packing makes before writing them out, kPackRows steps of each panel
+// in one run (diag_pairs_backward/gemm.cpp, pack_b). Share of the packing in a perf profile of
+// the backward, B = 100, H = 256, random G, 1 thread, AVX2 (Zen 3): row by row 20.5%, 8 rows
+// 12.4%, 16 rows 9.2%, 32 rows 10.5% (the microkernel 55% -> 63% at 16). The buffer is
+// 2 * D * kPackRows doubles.
+inline constexpr std::int64_t kPackRows = 16;
 
 // Backward calls of fewer than this many multiply-adds per worker run on fewer workers (each
 // parallel region starts its threads afresh, parallel.hpp): B = 100, H = 256 (10M) keeps two.
