@@ -293,8 +293,9 @@ inline constexpr std::int64_t kBackwardChunkH = 256;
 // in one run (diag_pairs_backward/gemm.cpp, pack_b). Share of the packing in a perf profile of
 // the backward, B = 100, H = 256, random G, 1 thread, AVX2 (Zen 3): row by row 20.5%, 8 rows
 // 12.4%, 16 rows 9.2%, 32 rows 10.5% (the microkernel 55% -> 63% at 16). The buffer is
-// 2 * D * kPackRows doubles.
+// 2 * D * kPackRows doubles, at most kPackBlockBytes (fewer rows for large D; one row at least).
 inline constexpr std::int64_t kPackRows = 16;
+inline constexpr std::int64_t kPackBlockBytes = std::int64_t{256} << 10;
 
 // Backward calls of fewer than this many multiply-adds per worker run on fewer workers (each
 // parallel region starts its threads afresh, parallel.hpp): B = 100, H = 256 (10M) keeps two.

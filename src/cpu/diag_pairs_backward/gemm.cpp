@@ -61,16 +61,16 @@ inline void copy_panel_row(const double* from, std::int64_t nr, double* to) noex
 }
 
 // B [k, 2 D] in chunks and panels: row l from x(l, h) and y(l, h), which row(l, x, y) writes
-// for every h; padding columns are zero. `rows` holds kPackRows pairs of [d] buffers x, y: the
-// rows are made kPackRows at a time and written panel by panel, kPackRows steps of a panel in
-// one run (row by row, each step went to another panel, k * nr doubles on: a cache miss per
-// step, a fifth of the backward at B = 100).
+// for every h; padding columns are zero. `rows` holds `block` pairs of [d] buffers x, y: the
+// rows are made `block` at a time and written panel by panel, `block` steps of a panel in one
+// run (row by row, each step went to another panel, k * nr doubles on: a cache miss per step, a
+// fifth of the backward at B = 100).
 template <class Row>
 void pack_b(const Chunks& ch, std::int64_t k, std::int64_t l0, std::int64_t l1, Row&& row,
-            double* rows, double* dst) {
+            std::int64_t block, double* rows, double* dst) {
   const std::int64_t nr = ch.nr, d = ch.d;
-  for (std::int64_t lb = l0; lb < l1; lb += kPackRows) {
-    const std::int64_t count = std::min(kPackRows, l1 - lb);
+  for (std::int64_t lb = l0; lb < l1; lb += block) {
+    const std::int64_t count = std::min(block, l1 - lb);
     for (std::int64_t r = 0; r < count; ++r)
       row(lb + r, rows + r * 2 * d, rows + r * 2 * d + d);
     for (std::int64_t c = 0; c < ch.count; ++c) {
@@ -185,7 +185,14 @@ void pairwise_backward_gemm(const DiagRows<T>& p, const DiagRows<T>* q_or_null, 
   const bool p_products = want_p, q_products = want_q || self;
   Doubles b_p = p_products ? allocate(ch.size(m)) : nullptr;  // G [lam, nu lam]: depth m
   Doubles b_q = q_products ? allocate(ch.size(n)) : nullptr;  // G^T [mu, v + mu^2]: depth n
-  const std::int64_t row_values = std::max(kPackRows * 2 * d, 6 * kBackwardChunkH);
+  // Rows packed per block: kPackRows, fewer where that many rows of 2 D doubles would pass
+  // kPackBlockBytes (large D: the scratch stays near the 2 D doubles of one row) or exceed the
+  // rows a worker packs (small batches).
+  const std::int64_t b_rows = (p_products ? m : 0) + (q_products ? n : 0);
+  const std::int64_t row_bytes = 2 * std::max<std::int64_t>(d, 1) * std::int64_t{sizeof(double)};
+  const std::int64_t pack_rows = std::clamp<std::int64_t>(
+      kPackBlockBytes / row_bytes, 1, std::min(kPackRows, (b_rows + workers - 1) / workers));
+  const std::int64_t row_values = std::max(pack_rows * 2 * d, 6 * kBackwardChunkH);
   const std::int64_t per_worker = kGemmMC * kGemmKC + 2 * kGemmMC * ldc + 2 * kGemmMC + row_values;
   Doubles scratch = allocate(per_worker * workers);
   const auto row_buffer = [&](int w) {
@@ -194,7 +201,6 @@ void pairwise_backward_gemm(const DiagRows<T>& p, const DiagRows<T>* q_or_null, 
 
   // Packing B reads and converts every row of both sides: on all workers too (at B = 100 it was
   // a sixth of the backward's time, serial).
-  const std::int64_t b_rows = (p_products ? m : 0) + (q_products ? n : 0);
   parallel_for(b_rows, workers, [&](int w, std::int64_t begin, std::int64_t end) {
     double* rows = row_buffer(w);
     const std::int64_t p_end = p_products ? m : 0;
@@ -206,7 +212,7 @@ void pairwise_backward_gemm(const DiagRows<T>& p, const DiagRows<T>* q_or_null, 
             for (std::int64_t h = 0; h < d; ++h)
               nu_lam[h] *= lam[h];
           },
-          rows, b_p.get());
+          pack_rows, rows, b_p.get());
     }
     if (end > p_end) {
       pack_b(
@@ -216,7 +222,7 @@ void pairwise_backward_gemm(const DiagRows<T>& p, const DiagRows<T>* q_or_null, 
             for (std::int64_t h = 0; h < d; ++h)
               second[h] += mu[h] * mu[h];
           },
-          rows, b_q.get());
+          pack_rows, rows, b_q.get());
     }
   });
 

@@ -336,6 +336,30 @@ TEST(PairwiseBackward, AcrossBlocks) {
   EXPECT_LE(r.worst(), 1.0) << r.p_mean << " " << r.p_scale << " " << r.q_mean << " " << r.q_scale;
 }
 
+// Large D packs fewer rows of B at a time (kPackBlockBytes: one row at D = 20000, two at
+// D = 6000), and rows past the last whole block of kPackRows (N = 37 on one or two workers).
+TEST(PairwiseBackward, PackingBlocks) {
+  Rng rng(13), grng(14);
+  for (const std::int64_t d : {std::int64_t{20000}, std::int64_t{6000}}) {
+    const auto [p, q] = adversarial(rng, 3, d);
+    const auto pb = test::make_diag<float>(p, DiagParam::stddev);
+    const auto qb = test::make_diag<float>(q, DiagParam::logvar);
+    for (const bool self : {false, true}) {
+      const auto& other = self ? pb : qb;
+      const auto g = make_grad<float>(grng, GradKind::mixed, 3, 3);
+      const Ratios r =
+          ratios(run(Path::gemm, pb, other, self, g), reference<double>(pb, other, self, g), self);
+      EXPECT_LE(r.worst(), 1.0) << "D " << d << " self " << self;
+    }
+  }
+  const auto [pr, qr] = random_pair(rng, 37, 37, 24);
+  const auto pb = test::make_diag<double>(pr, DiagParam::var);
+  const auto g = make_grad<double>(grng, GradKind::mixed, 37, 37);
+  const Ratios r =
+      ratios(run(Path::gemm, pb, pb, true, g), reference<double>(pb, pb, true, g), true);
+  EXPECT_LE(r.worst(), 1.0);
+}
+
 // The acceptance set at full size: N = M = 512, D = 1024, float32, both paths.
 TEST(PairwiseBackward, AdversarialLarge) {
   Rng rng(13);
