@@ -82,16 +82,16 @@ void pack_b(const Chunks& ch, std::int64_t k, std::int64_t l0, std::int64_t l1, 
         const std::int64_t from = col0 + nr <= w                    ? h0 + col0
                                   : col0 >= w && col0 + nr <= 2 * w ? d + h0 + (col0 - w)
                                                                     : -1;
+        if (from >= 0) {
+          for (std::int64_t r = 0; r < count; ++r)
+            copy_panel_row(rows + r * 2 * d + from, nr, panel + r * nr);
+          continue;
+        }
         for (std::int64_t r = 0; r < count; ++r) {
           const double* x = rows + r * 2 * d;
-          double* step = panel + r * nr;
-          if (from >= 0) {
-            copy_panel_row(x + from, nr, step);
-            continue;
-          }
           for (std::int64_t lane = 0; lane < nr; ++lane) {
             const std::int64_t col = col0 + lane;
-            step[lane] = col < w ? x[h0 + col] : col < 2 * w ? x[d + h0 + col - w] : 0.0;
+            panel[r * nr + lane] = col < w ? x[h0 + col] : col < 2 * w ? x[d + h0 + col - w] : 0.0;
           }
         }
       }

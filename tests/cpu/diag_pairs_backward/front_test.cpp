@@ -337,7 +337,8 @@ TEST(PairwiseBackward, AcrossBlocks) {
 }
 
 // Large D packs fewer rows of B at a time (kPackBlockBytes: one row at D = 20000, two at
-// D = 6000), and rows past the last whole block of kPackRows (N = 37 on one or two workers).
+// D = 6000), and rows past the last whole block of kPackRows (N = 37 with q = p on the GEMM
+// path's two workers: 37 rows each, blocks of 16, 16 and 5).
 TEST(PairwiseBackward, PackingBlocks) {
   Rng rng(13), grng(14);
   for (const std::int64_t d : {std::int64_t{20000}, std::int64_t{6000}}) {
