@@ -73,5 +73,18 @@ GAUSSKL_API void pairwise_kl_backward(const Gaussians<float>& p, std::span<const
                                       const Gradients<float>& dp, const Options& options = {});
 GAUSSKL_API void pairwise_kl_backward(const Gaussians<double>& p, std::span<const double> grad,
                                       const Gradients<double>& dp, const Options& options = {});
+// The same for L = grad * sum_ij KL(p_i || q_j), one grad for every pair: the gradients of the
+// matrix's sum (grad = 1) or mean (grad = 1 / (N M)) without an [N, M] upstream gradient to
+// make and read. Same rules and errors as pairwise_kl_backward, under its op name.
+GAUSSKL_API void pairwise_kl_sum_backward(const Gaussians<float>& p, const Gaussians<float>& q,
+                                          float grad, const Gradients<float>& dp,
+                                          const Gradients<float>& dq, const Options& options = {});
+GAUSSKL_API void pairwise_kl_sum_backward(const Gaussians<double>& p, const Gaussians<double>& q,
+                                          double grad, const Gradients<double>& dp,
+                                          const Gradients<double>& dq, const Options& options = {});
+GAUSSKL_API void pairwise_kl_sum_backward(const Gaussians<float>& p, float grad,
+                                          const Gradients<float>& dp, const Options& options = {});
+GAUSSKL_API void pairwise_kl_sum_backward(const Gaussians<double>& p, double grad,
+                                          const Gradients<double>& dp, const Options& options = {});
 
 }  // namespace gausskl

@@ -101,5 +101,5 @@ def kl_backward(p: object, q: object | None, grad: object, needs: object, thread
 
 def pairwise_kl_backward(p: object, q: object | None, grad: object, needs: object, threads: int) -> object:
     """
-    Gradients of sum(grad * pairwise_kl(p, q)) (q None: q = p) for the arrays flagged in needs, each [*batch, *event]; None for the others.
+    Gradients of sum(grad * pairwise_kl(p, q)) (q None: q = p) for the arrays flagged in needs, each [*batch, *event]; None for the others. A grad of one value broadcast (every stride 0, as a sum's or a mean's) is taken as that value, with no [N, M] copy.
     """

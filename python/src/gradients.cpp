@@ -45,6 +45,21 @@ std::span<const T> contiguous(const Array& g, std::vector<T>& buffer) {
   return {buffer.data(), buffer.size()};
 }
 
+// Whether g holds one value at every index (every stride 0): the gradient of a sum or a mean, as
+// torch's autograd hands it over (an expanded scalar); that value is then in `value`.
+template <class T>
+bool broadcast_scalar(const Array& g, T& value) {
+  std::int64_t count = 1;
+  for (int k = 0; k < g.ndim; ++k) {
+    if (g.shape[k] > 1 && g.strides[k] != 0) return false;
+    count *= g.shape[k];
+  }
+  if (count == 0) return false;
+  value = g.dtype == DType::f64 ? static_cast<T>(*static_cast<const double*>(g.data))
+                                : static_cast<T>(*static_cast<const float*>(g.data));
+  return true;
+}
+
 Array read_grad(nb::handle grad, const Shape& shape) {
   Array g;
   Shape got;
@@ -173,9 +188,20 @@ nb::object pairwise_kl_backward_op(nb::handle p, nb::handle q, nb::handle grad, 
   const Options options = options_of(threads, 0, 0, 0, false, unused);
   with_type(call.dtype, [&](auto t) {
     using T = decltype(t);
+    const Gaussians<T> pv = view_of<T>(call.p, lp, 0, n);
+    if (T value; broadcast_scalar(g, value)) {  // no [N, M] copy of one value
+      each_slice(lp, [&](std::int64_t) {
+        if (call.has_q) {
+          pairwise_kl_sum_backward(pv, view_of<T>(call.q, lq, 0, m), value,
+                                   spans_at<T>(gp, rp, 0, n), spans_at<T>(gq, rq, 0, m), options);
+        } else {
+          pairwise_kl_sum_backward(pv, value, spans_at<T>(gp, rp, 0, n), options);
+        }
+      });
+      return;
+    }
     std::vector<T> buffer;
     const std::span<const T> upstream = contiguous<T>(g, buffer);
-    const Gaussians<T> pv = view_of<T>(call.p, lp, 0, n);
     each_slice(lp, [&](std::int64_t) {
       if (call.has_q) {
         pairwise_kl_backward(pv, view_of<T>(call.q, lq, 0, m), upstream, spans_at<T>(gp, rp, 0, n),
@@ -199,7 +225,8 @@ void bind_gradients(nb::module_& m) {
   m.def("pairwise_kl_backward", &pairwise_kl_backward_op, arg("p"), arg("q").none(), arg("grad"),
         arg("needs"), arg("threads"),
         "Gradients of sum(grad * pairwise_kl(p, q)) (q None: q = p) for the arrays flagged in "
-        "needs, each [*batch, *event]; None for the others.");
+        "needs, each [*batch, *event]; None for the others. A grad of one value broadcast (every "
+        "stride 0, as a sum's or a mean's) is taken as that value, with no [N, M] copy.");
 }
 
 }  // namespace gausskl::python

@@ -2,6 +2,7 @@
 // do, then hand the plan to the CPU backend.
 #include <algorithm>
 #include <new>
+#include <optional>
 #include <string>
 
 #include "core/error.hpp"
@@ -121,8 +122,11 @@ void kl_standard_normal_backward_impl(const Gaussians<T>& p, std::span<const T> 
   });
 }
 
+// grad: [N, M] values, or none with sum_grad the one value of every pair
+// (pairwise_kl_sum_backward).
 template <class T>
-void pairwise_backward_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::span<const T> grad,
+void pairwise_backward_impl(const Gaussians<T>& p, const Gaussians<T>* q,
+                            std::optional<std::span<const T>> grad, T sum_grad,
                             const Gradients<T>& dp, const Gradients<T>& dq,
                             const Options& options) {
   const char* op = "pairwise_kl_backward";
@@ -136,7 +140,7 @@ void pairwise_backward_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::s
     detail::validate_same_d(op, p, *q);
   }
   const std::int64_t m = q ? q->n() : p.n();
-  check_grad(op, grad.size(), detail::checked_mul(op, p.n(), m, "N * M"));
+  if (grad) check_grad(op, grad->size(), detail::checked_mul(op, p.n(), m, "N * M"));
   const auto* pd = std::get_if<DiagGaussians<T>>(&p.variant());
   const auto* qd = q ? std::get_if<DiagGaussians<T>>(&q->variant()) : pd;
   if (!pd || !qd) {
@@ -147,7 +151,8 @@ void pairwise_backward_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::s
   const cpu::PairsBackwardConfig plan =
       detail::plan_pairs_backward(p.n(), m, p.d(), q == nullptr, options);
   run_backend(op, p.n(), p.d(), [&] {
-    cpu::pairwise_diag_backward(*pd, q ? qd : nullptr, grad.data(), dp, dq, plan);
+    cpu::pairwise_diag_backward(*pd, q ? qd : nullptr, grad ? grad->data() : nullptr,
+                                static_cast<double>(sum_grad), dp, dq, plan);
   });
 }
 
@@ -165,11 +170,20 @@ void pairwise_backward_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::s
   void pairwise_kl_backward(const Gaussians<T>& p, const Gaussians<T>& q, std::span<const T> grad, \
                             const Gradients<T>& dp, const Gradients<T>& dq,                        \
                             const Options& options) {                                              \
-    pairwise_backward_impl(p, &q, grad, dp, dq, options);                                          \
+    pairwise_backward_impl(p, &q, std::optional(grad), T(0), dp, dq, options);                     \
   }                                                                                                \
   void pairwise_kl_backward(const Gaussians<T>& p, std::span<const T> grad,                        \
                             const Gradients<T>& dp, const Options& options) {                      \
-    pairwise_backward_impl<T>(p, nullptr, grad, dp, Gradients<T>{}, options);                      \
+    pairwise_backward_impl<T>(p, nullptr, std::optional(grad), T(0), dp, Gradients<T>{}, options); \
+  }                                                                                                \
+  void pairwise_kl_sum_backward(const Gaussians<T>& p, const Gaussians<T>& q, T grad,              \
+                                const Gradients<T>& dp, const Gradients<T>& dq,                    \
+                                const Options& options) {                                          \
+    pairwise_backward_impl<T>(p, &q, std::nullopt, grad, dp, dq, options);                         \
+  }                                                                                                \
+  void pairwise_kl_sum_backward(const Gaussians<T>& p, T grad, const Gradients<T>& dp,             \
+                                const Options& options) {                                          \
+    pairwise_backward_impl<T>(p, nullptr, std::nullopt, grad, dp, Gradients<T>{}, options);        \
   }
 GAUSSKL_DEFINE(float)
 GAUSSKL_DEFINE(double)

@@ -26,11 +26,12 @@ struct PairsBackwardConfig {
   int gemm_workers = 1;
 };
 
-// All pairs of diagonal batches: L = sum_ij grad[i * M + j] KL(p_i || q_j); q == nullptr means
-// q = p (dp then receives both contributions, dq is empty).
+// All pairs of diagonal batches: L = sum_ij grad[i * M + j] KL(p_i || q_j), or, with grad ==
+// nullptr, L = sum_grad * sum_ij KL(p_i || q_j); q == nullptr means q = p (dp then receives both
+// contributions, dq is empty).
 template <class T>
 void pairwise_diag_backward(const DiagGaussians<T>& p, const DiagGaussians<T>* q, const T* grad,
-                            const Gradients<T>& dp, const Gradients<T>& dq,
+                            double sum_grad, const Gradients<T>& dp, const Gradients<T>& dq,
                             const PairsBackwardConfig& config);
 
 }  // namespace gausskl::cpu

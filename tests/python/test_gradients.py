@@ -191,13 +191,15 @@ def gemm_expansion(mu, std):
     return 0.5 * (a @ lam.T - 2 * mu @ (mu * lam).T + c[None, :] - s[:, None] - mu.shape[-1])
 
 
-@pytest.mark.parametrize("loss", ["sum", "weighted"])
+@pytest.mark.parametrize("loss", ["sum", "mean", "weighted"])
 @pytest.mark.parametrize("n,d", [(48, 16), (64, 256)])
 def test_seed_000_pairwise_on_the_adversarial_set(torch, rng, loss, n, d):
     mu, std = (torch.from_numpy(a) for a in adversarial(rng, n // 2, d))
     w = torch.from_numpy(rng.normal(size=(n, n))) if loss == "weighted" else None
 
     def reduce(kl):
+        if loss == "mean":
+            return kl.mean()
         return kl.sum() if w is None else (kl * w.to(kl.dtype)).sum()
 
     got = grads_of(torch, lambda m, s: reduce(gk.pairwise_kl(gk.DiagGaussian(m, std=s))),
@@ -232,6 +234,43 @@ def test_pairwise_p_against_q_and_parameterizations(torch, rng):
     inputs = [mu, sd * sd, nu, lw]
     assert_grads_close(grads_of(torch, ours, inputs),
                        grads_of(torch, ref, [x.double() for x in inputs]), 1e-5)
+
+
+@pytest.mark.parametrize("m", [13, 20])
+@pytest.mark.parametrize("loss", ["sum", "mean"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_pairwise_sum_and_mean_of_p_against_q(torch, rng, m, loss, dtype):
+    # The upstream gradient of a sum or a mean is one value broadcast over [N, M] (every stride
+    # 0), which the library takes as that value; M = N puts the diagonal pairs KL(p_i || q_i)
+    # in the sum too.
+    n, d = 20, 8
+    mu, sd = (torch.from_numpy(a).to(getattr(torch, dtype)) for a in adversarial(rng, n // 2, d))
+    nu = torch.from_numpy(rng.normal(size=(m, d)) + 1e3).to(mu.dtype)
+    lw = torch.from_numpy(rng.normal(size=(m, d))).to(mu.dtype)
+
+    def reduce(kl):
+        return kl.sum() if loss == "sum" else kl.mean()
+
+    def ours(a, b, c, e):
+        return reduce(gk.pairwise_kl(gk.DiagGaussian(a, std=b), gk.DiagGaussian(c, logvar=e)))
+
+    def ref(a, b, c, e):
+        diff = a[:, None] - c[None]
+        vp, vq = (b * b)[:, None], e.exp()[None]
+        return reduce(0.5 * ((vp + diff**2) / vq - 1 - vp.log() + vq.log()).sum(-1))
+
+    inputs = [mu, sd, nu, lw]
+    got = grads_of(torch, ours, inputs)
+    assert all(g.dtype == mu.dtype for g in got)
+    assert_grads_close(got, grads_of(torch, ref, [x.double() for x in inputs]), 1e-5)
+    # The same gradients as the upstream gradient written out in memory (ones, or 1 / (N M)).
+    scale = 1.0 if loss == "sum" else 1.0 / (n * m)
+
+    def written(a, b, c, e):
+        kl = gk.pairwise_kl(gk.DiagGaussian(a, std=b), gk.DiagGaussian(c, logvar=e))
+        return (kl * torch.full((n, m), scale, dtype=kl.dtype)).sum()
+
+    assert_grads_close(got, grads_of(torch, written, inputs), 1e-6)
 
 
 def test_knn_values_get_the_gradients_of_their_pairs(torch, rng):

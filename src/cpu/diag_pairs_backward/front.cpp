@@ -1,7 +1,7 @@
 // All-pairs KL between diagonal batches, backward (cpu/backward.hpp): the operands in double,
-// then one of two paths: a grad with one value at every pair (a sum or a mean of the matrix)
-// has closed forms (diag_pairs_backward/uniform.hpp); any other runs the GEMM forms
-// (diag_pairs_backward/gemm.hpp).
+// then one of two paths: a grad with one value at every pair (a sum or a mean of the matrix,
+// given as that one value or found in the [N, M] grad) has closed forms
+// (diag_pairs_backward/uniform.hpp); any other runs the GEMM forms (diag_pairs_backward/gemm.hpp).
 #include <algorithm>
 
 #include "cpu/backward.hpp"
@@ -13,7 +13,7 @@ namespace gausskl::cpu {
 
 template <class T>
 void pairwise_diag_backward(const DiagGaussians<T>& p, const DiagGaussians<T>* q, const T* grad,
-                            const Gradients<T>& dp, const Gradients<T>& dq,
+                            double sum_grad, const Gradients<T>& dp, const Gradients<T>& dq,
                             const PairsBackwardConfig& config) {
   const std::int64_t n = p.mean.shape[0], m = q ? q->mean.shape[0] : n;
   const bool want_p = !dp.mean.empty() || !dp.scale.empty();
@@ -26,8 +26,8 @@ void pairwise_diag_backward(const DiagGaussians<T>& p, const DiagGaussians<T>* q
     }
     return;
   }
-  double g = 0;
-  if (uniform_grad(grad, n, m, g)) {
+  double g = sum_grad;
+  if (grad == nullptr || uniform_grad(grad, n, m, g)) {
     // Centred at p's mean: the closed forms' sums of squares need it (uniform.hpp).
     const std::vector<double> centre =
         backward_centre(p, static_cast<const DiagGaussians<T>*>(nullptr));
@@ -46,11 +46,11 @@ void pairwise_diag_backward(const DiagGaussians<T>& p, const DiagGaussians<T>* q
 }
 
 template void pairwise_diag_backward<float>(const DiagGaussians<float>&,
-                                            const DiagGaussians<float>*, const float*,
+                                            const DiagGaussians<float>*, const float*, double,
                                             const Gradients<float>&, const Gradients<float>&,
                                             const PairsBackwardConfig&);
 template void pairwise_diag_backward<double>(const DiagGaussians<double>&,
-                                             const DiagGaussians<double>*, const double*,
+                                             const DiagGaussians<double>*, const double*, double,
                                              const Gradients<double>&, const Gradients<double>&,
                                              const PairsBackwardConfig&);
 

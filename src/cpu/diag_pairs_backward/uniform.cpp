@@ -44,7 +44,7 @@ void uniform_range(const DiagRows<T>& p, const DiagRows<T>& q, bool self, double
   const bool want_p = !dp.mean.empty() || !dp.scale.empty();
   const bool want_q = !self && (!dq.mean.empty() || !dq.scale.empty());
   // With q = p the diagonal pairs KL(p_i || p_i) = 0 have zero gradient: grad_ii never matters.
-  const bool diagonal = !self && n == m && n > 1;
+  const bool diagonal = !self && n == m && n > 1 && grad != nullptr;
   std::fill(buffer, buffer + 5 * w, 0.0);
   // Per dimension: L, then a; the mean m, C and V of p's rows; then row buffers.
   double *lam_sum = buffer, *lam_mean = lam_sum + w, *mean = lam_mean + w;

@@ -23,7 +23,8 @@ bool uniform_grad(const T* grad, std::int64_t n, std::int64_t m, double& g) noex
 //   dL/dmu_i = g L (mu_i - a),          dL/dv_i = g/2 (L - M / v_i),
 //   dL/dnu_j = g N lam_j (nu_j - m),    dL/dw_j = g/2 lam_j (N - lam_j (V + C + N (nu_j - m)^2)),
 // sums of terms of one sign until the last subtraction, which is the gradient's own; diagonal
-// entries grad_ii != g add (grad_ii - g) times the gradient of KL(p_i || q_i).
+// entries grad_ii != g add (grad_ii - g) times the gradient of KL(p_i || q_i). grad == nullptr:
+// g at every pair, the diagonal's included (the gradient of g * sum(KL), no [N, M] to read).
 // Workers take ranges of dimensions (every formula is per dimension): results do not depend on
 // `workers` (the plan's, at most d). Throws std::bad_alloc only (its O(D) buffers), before any
 // output is written.

@@ -1,8 +1,9 @@
 // pairwise_kl_backward on diagonal batches against gradients computed independently: the
 // direct per-pair formulas, summed over pairs in double (long double on small cases), on random
 // and adversarial data, every parameterization on each side, q = p and q != p, grad all ones,
-// positive and mixed-sign. Both of the backend's paths (closed forms for a grad of one value,
-// the GEMM forms for any grad) run on every case. The bar, per element of each gradient array:
+// a mean's 1 / (N M), positive and mixed-sign. Both of the backend's paths (closed forms for a
+// grad of one value, the GEMM forms for any grad) run on every case, and a grad of one value is
+// also given as that value (pairwise_kl_sum_backward). The bar, per element of each gradient array:
 //   |g - ref| <= 1e-6 (|ref| + 1e-3 max |ref|), plus |ref| 2^-24 when the result is float.
 #include <gtest/gtest.h>
 
@@ -12,6 +13,7 @@
 #include <cstdio>
 #include <random>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -160,11 +162,13 @@ double allclose_ratio(const std::vector<T>& got, const std::vector<double>& ref)
   return worst;
 }
 
-enum class GradKind { ones, positive, mixed, ones_but_diagonal };
+enum class GradKind { ones, mean, positive, mixed, ones_but_diagonal };
 std::string grad_name(GradKind kind) {
   switch (kind) {
     case GradKind::ones:
       return "ones";
+    case GradKind::mean:
+      return "mean";
     case GradKind::positive:
       return "positive";
     case GradKind::mixed:
@@ -183,6 +187,7 @@ std::vector<T> make_grad(Rng& rng, GradKind kind, std::int64_t n, std::int64_t m
   for (std::int64_t i = 0; i < n; ++i) {
     for (std::int64_t j = 0; j < m; ++j) {
       T& x = g[i * m + j];
+      if (kind == GradKind::mean) x = static_cast<T>(1.0 / static_cast<double>(n * m));
       if (kind == GradKind::positive) x = static_cast<T>(uniform(rng));
       if (kind == GradKind::mixed) x = static_cast<T>(normal(rng));
       if (kind == GradKind::ones_but_diagonal && i == j) x = static_cast<T>(normal(rng));
@@ -191,8 +196,9 @@ std::vector<T> make_grad(Rng& rng, GradKind kind, std::int64_t n, std::int64_t m
   return g;
 }
 
-// The two of the backend's paths a test runs.
-enum class Path { library, gemm };
+// The paths a test runs: the library's call (either of the backend's paths, as the grad's values
+// say), the GEMM forms whatever the grad, and the library's call with the grad's one value.
+enum class Path { library, gemm, sum };
 
 template <class T>
 struct Result {
@@ -211,7 +217,14 @@ Result<T> run(Path path, const DiagBatch<T>& p, const DiagBatch<T>& q, bool self
   }
   const Gradients<T> dp{r.p_mean, r.p_scale}, dq{r.q_mean, r.q_scale};
   const Options options{.threads = threads};
-  if (path == Path::library) {
+  if (path == Path::sum) {  // the grad's one value, as pairwise_kl_sum_backward takes it
+    if (self) {
+      pairwise_kl_sum_backward(Gaussians<T>(p.view()), g.at(0), dp, options);
+    } else {
+      pairwise_kl_sum_backward(Gaussians<T>(p.view()), Gaussians<T>(q.view()), g.at(0), dp, dq,
+                               options);
+    }
+  } else if (path == Path::library) {
     if (self) {
       pairwise_kl_backward(Gaussians<T>(p.view()), std::span<const T>(g), dp, options);
     } else {
@@ -273,11 +286,13 @@ Ratios check_all(const DiagSpec& ps, const DiagSpec& qs, bool self, const std::s
       if (self && qp != pp) continue;
       const auto p = test::make_diag<T>(ps, pp);
       const auto q = test::make_diag<T>(self ? ps : qs, qp);
-      for (const GradKind kind :
-           {GradKind::ones, GradKind::positive, GradKind::mixed, GradKind::ones_but_diagonal}) {
+      for (const GradKind kind : {GradKind::ones, GradKind::mean, GradKind::positive,
+                                  GradKind::mixed, GradKind::ones_but_diagonal}) {
         const auto g = make_grad<T>(rng, kind, p.n, q.n);
         const Grads ref = reference<double>(p, q, self, g);
-        for (const Path path : {Path::library, Path::gemm}) {
+        const bool one_value = kind == GradKind::ones || kind == GradKind::mean;
+        for (const Path path : {Path::library, Path::gemm, Path::sum}) {
+          if (path == Path::sum && !one_value) continue;
           const Ratios r = ratios(run(path, p, q, self, g), ref, self);
           worst.p_mean = std::max(worst.p_mean, r.p_mean);
           worst.p_scale = std::max(worst.p_scale, r.p_scale);
@@ -285,8 +300,11 @@ Ratios check_all(const DiagSpec& ps, const DiagSpec& qs, bool self, const std::s
           worst.q_scale = std::max(worst.q_scale, r.q_scale);
           EXPECT_LE(r.worst(), 1.0)
               << label << " p " << param_text(pp) << " q " << param_text(qp) << " grad "
-              << grad_name(kind) << (path == Path::gemm ? " gemm" : " library") << ": ratios "
-              << r.p_mean << " " << r.p_scale << " " << r.q_mean << " " << r.q_scale;
+              << grad_name(kind)
+              << (path == Path::gemm  ? " gemm"
+                  : path == Path::sum ? " sum"
+                                      : " library")
+              << ": ratios " << r.p_mean << " " << r.p_scale << " " << r.q_mean << " " << r.q_scale;
         }
       }
     }
@@ -473,6 +491,54 @@ TEST(PairwiseBackward, StridesAndWantedSpans) {
   }
 }
 
+// pairwise_kl_sum_backward rejects what pairwise_kl_backward rejects, with the same message, and
+// writes nothing then.
+TEST(PairwiseBackward, SumRules) {
+  const auto message = [](auto&& call) {
+    std::vector<double> untouched(6, -7.0);
+    try {
+      call(Gradients<double>{untouched, untouched});
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(untouched, std::vector<double>(6, -7.0));
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const DiagBatch<double> p{3, 2, DiagParam::stddev, std::vector<double>(6, 0.0),
+                            std::vector<double>(6, 1.0)};
+  DiagBatch<double> bad = p;
+  bad.scale[3] = -0.5;
+  const DiagBatch<double> wide{3, 3, DiagParam::stddev, std::vector<double>(9, 0.0),
+                               std::vector<double>(9, 1.0)};
+  const std::vector<double> ones(9, 1.0);
+  std::vector<double> five(5);
+  const DiagBatch<double>* const rejected[] = {&bad, &wide};  // a negative scale, D = 3
+  for (const DiagBatch<double>* q : rejected) {
+    const Gaussians<double> pg(p.view()), qg(q->view());
+    const std::string want = message([&](const Gradients<double>& d) {
+      pairwise_kl_backward(pg, qg, std::span(ones.data(), 3 * static_cast<std::size_t>(q->n)), d,
+                           Gradients<double>{});
+    });
+    EXPECT_NE(want.find("[pairwise_kl_backward]"), std::string::npos) << want;
+    EXPECT_EQ(message([&](const Gradients<double>& d) {
+                pairwise_kl_sum_backward(pg, qg, 1.0, d, Gradients<double>{});
+              }),
+              want);
+  }
+  const Gaussians<double> bg(bad.view());
+  EXPECT_EQ(message([&](const Gradients<double>& d) { pairwise_kl_sum_backward(bg, 1.0, d); }),
+            message([&](const Gradients<double>& d) {
+              pairwise_kl_backward(bg, std::span(ones.data(), 9), d);
+            }));
+  const Gaussians<double> pg(p.view());
+  EXPECT_EQ(message([&](const Gradients<double>&) {
+              pairwise_kl_sum_backward(pg, 1.0, Gradients<double>{five, {}});
+            }),
+            message([&](const Gradients<double>&) {
+              pairwise_kl_backward(pg, std::span(ones.data(), 9), Gradients<double>{five, {}});
+            }));
+}
+
 // One distribution on a side, one dimension.
 TEST(PairwiseBackward, SmallShapes) {
   Rng rng(18);
@@ -484,7 +550,8 @@ TEST(PairwiseBackward, SmallShapes) {
     for (const GradKind kind :
          {GradKind::ones, GradKind::mixed, GradKind::positive, GradKind::ones_but_diagonal}) {
       const auto g = make_grad<double>(rng, kind, n, m);
-      for (const Path path : {Path::library, Path::gemm}) {
+      for (const Path path : {Path::library, Path::gemm, Path::sum}) {
+        if (path == Path::sum && kind != GradKind::ones) continue;
         EXPECT_LE(
             ratios(run(path, p, q, false, g), reference<double>(p, q, false, g), false).worst(),
             1.0)
