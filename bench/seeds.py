@@ -323,9 +323,11 @@ def check(case: str) -> float | None:
     return float(np.max(np.abs(a - b) / (np.abs(a) + 1)))
 
 
-def time_calls(fn, budget: float, max_samples: int = 200) -> tuple[float, int]:
+def time_calls(fn, budget: float, max_samples: int = 10000) -> tuple[float, int]:
     """The minimum time per call over samples of several calls each (each sample at least
-    ~0.2 ms, so that the clock's cost does not count), and the calls made."""
+    ~0.2 ms, so that the clock's cost does not count), and the calls made. Samples go on for the
+    whole budget (up to max_samples): on a shared machine a microsecond call's time moves by 1.5x
+    over seconds, and 200 samples of a few microseconds' calls would span only ~40 ms of it."""
     import time
 
     t0 = time.perf_counter()

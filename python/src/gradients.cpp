@@ -19,7 +19,8 @@
 namespace gausskl::python {
 namespace {
 
-// The upstream gradient in C order as T (copied only when its layout or dtype differ).
+// The upstream gradient in C order as T (copied only when its layout or dtype differ), row by
+// row along its last axis.
 template <class T>
 std::span<const T> contiguous(const Array& g, std::vector<T>& buffer) {
   std::int64_t count = 1;
@@ -29,17 +30,28 @@ std::span<const T> contiguous(const Array& g, std::vector<T>& buffer) {
     count *= g.shape[k];
   }
   const bool same = (g.dtype == DType::f64) == std::is_same_v<T, double>;
-  if (c_order && same) return {static_cast<const T*>(g.data), static_cast<std::size_t>(count)};
+  if ((c_order && same) || count == 0) {
+    return {static_cast<const T*>(g.data), static_cast<std::size_t>(count)};
+  }
   buffer.resize(static_cast<std::size_t>(count));
+  const int last = g.ndim - 1;
+  const std::int64_t inner = last >= 0 ? g.shape[last] : 1, step = last >= 0 ? g.strides[last] : 0;
+  const auto copy_row = [&](const auto* from, T* to) {
+    for (std::int64_t j = 0; j < inner; ++j)
+      to[j] = static_cast<T>(from[j * step]);
+  };
   std::array<std::int64_t, kMaxDims> index{};
-  for (std::int64_t i = 0; i < count; ++i) {
+  for (std::int64_t row = 0; row < count / inner; ++row) {
     std::int64_t offset = 0;
-    for (int k = 0; k < g.ndim; ++k)
+    for (int k = 0; k < last; ++k)
       offset += index[k] * g.strides[k];
-    buffer[static_cast<std::size_t>(i)] =
-        g.dtype == DType::f64 ? static_cast<T>(static_cast<const double*>(g.data)[offset])
-                              : static_cast<T>(static_cast<const float*>(g.data)[offset]);
-    for (int k = g.ndim - 1; k >= 0 && ++index[k] == g.shape[k]; --k)
+    T* to = buffer.data() + row * inner;
+    if (g.dtype == DType::f64) {
+      copy_row(static_cast<const double*>(g.data) + offset, to);
+    } else {
+      copy_row(static_cast<const float*>(g.data) + offset, to);
+    }
+    for (int k = last - 1; k >= 0 && ++index[k] == g.shape[k]; --k)
       index[k] = 0;
   }
   return {buffer.data(), buffer.size()};

@@ -273,6 +273,31 @@ def test_pairwise_sum_and_mean_of_p_against_q(torch, rng, m, loss, dtype):
     assert_grads_close(got, grads_of(torch, written, inputs), 1e-6)
 
 
+def test_pairwise_upstream_gradient_in_any_layout(torch, rng):
+    # A loss on a transposed or permuted matrix hands the backward a non-contiguous gradient
+    # (here [2, 3, 4] with strides of a permutation), which the extension copies row by row.
+    mu, sd = (torch.from_numpy(a).reshape(2, 3, 4) for a in adversarial(rng, 3, 4))
+    nu = torch.from_numpy(rng.normal(size=(4, 4))).float()
+    lw = torch.from_numpy(rng.normal(size=(4, 4))).float()
+    w = torch.from_numpy(rng.normal(size=(4, 2, 3)))
+
+    def loss(kl):
+        return (kl.permute(2, 0, 1) * w.to(kl.dtype)).sum()
+
+    def ours(a, b, c, e):
+        return loss(gk.pairwise_kl(gk.DiagGaussian(a, std=b), gk.DiagGaussian(c, logvar=e)))
+
+    def ref(a, b, c, e):
+        diff = a[:, :, None] - c
+        vp, vq = (b * b)[:, :, None], e.exp()
+        return loss(0.5 * ((vp + diff**2) / vq - 1 - vp.log() + vq.log()).sum(-1))
+
+    inputs = [mu, sd, nu, lw]
+    got = grads_of(torch, ours, inputs)
+    assert [g.shape for g in got] == [x.shape for x in inputs]
+    assert_grads_close(got, grads_of(torch, ref, [x.double() for x in inputs]), 1e-5)
+
+
 def test_knn_values_get_the_gradients_of_their_pairs(torch, rng):
     mu = torch.from_numpy(rng.normal(size=(30, 5)))
     sd = torch.from_numpy(rng.uniform(0.5, 2, (30, 5)))
