@@ -71,27 +71,29 @@ def is_complex(a) -> bool:
     return a.dtype.kind == "c"
 
 
-def compiling() -> bool:
-    """Whether torch.compile is tracing the caller (then the operations are torch custom
-    operators, see gausskl._compile)."""
-    torch = torch_module()
-    return torch is not None and torch.compiler.is_compiling()
-
-
 # (torch._C._are_functorch_transforms_active or None, torch.compiler.is_compiling) once torch is
 # imported: looked up once, a fifth of a microsecond off every call on tensors. torch.compile
 # recognises is_compiling by the function itself, however it is reached.
-_TRACE_CHECKS = None
+_TORCH_CHECKS = None
 
 
-def _trace_checks():
-    global _TRACE_CHECKS
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return None
-    _TRACE_CHECKS = (getattr(torch._C, "_are_functorch_transforms_active", None),
-                     torch.compiler.is_compiling)
-    return _TRACE_CHECKS
+def _torch_checks():
+    """_TORCH_CHECKS, looked up on the first call after torch is imported; None before."""
+    global _TORCH_CHECKS
+    if _TORCH_CHECKS is None:
+        torch = torch_module()
+        if torch is None:
+            return None
+        _TORCH_CHECKS = (getattr(torch._C, "_are_functorch_transforms_active", None),
+                         torch.compiler.is_compiling)
+    return _TORCH_CHECKS
+
+
+def compiling() -> bool:
+    """Whether torch.compile is tracing the caller (then the operations are torch custom
+    operators, see gausskl._compile)."""
+    checks = _torch_checks()
+    return checks is not None and checks[1]()
 
 
 def traced(op: str) -> bool:
@@ -99,15 +101,15 @@ def traced(op: str) -> bool:
     operations are then torch custom operators (gausskl._compile), whose fake implementations
     and vmap rules these need. vmap with grad, jvp, ... inside or around it is not supported
     (NotImplementedError)."""
-    checks = _TRACE_CHECKS or _trace_checks()
+    checks = _TORCH_CHECKS or _torch_checks()
     if checks is None:
         return False
-    active, compiling = checks
-    if active is None or not active():  # a training step's answer, first
-        return compiling()
-    if compiling():
+    transforms_active, is_compiling = checks
+    if transforms_active is None or not transforms_active():  # a training step's answer, first
+        return is_compiling()
+    if is_compiling():
         return True
-    torch = sys.modules["torch"]
+    torch = torch_module()
     functorch = torch._C._functorch
     keys = [i.key() for i in functorch.get_interpreter_stack()]
     vmaps = keys.count(functorch.TransformType.Vmap)
@@ -122,9 +124,8 @@ def transformed() -> bool:
     """Whether a torch.func transform (grad, vmap, ...) is active: its wrapped tensors have no
     memory the library could read, so the call runs in torch operations, which the transforms
     see through."""
-    torch = torch_module()
-    active = getattr(getattr(torch, "_C", None), "_are_functorch_transforms_active", None)
-    return active is not None and active()
+    checks = _torch_checks()
+    return checks is not None and checks[0] is not None and checks[0]()
 
 
 def foreign_namespace(x):

@@ -200,26 +200,26 @@ nb::object pairwise_kl_backward_op(nb::handle p, nb::handle q, nb::handle grad, 
   const Options options = options_of(threads, 0, 0, 0, false, unused);
   with_type(call.dtype, [&](auto t) {
     using T = decltype(t);
-    const Gaussians<T> pv = view_of<T>(call.p, lp, 0, n);
-    if (T value; broadcast_scalar(g, value)) {  // no [N, M] copy of one value
-      each_slice(lp, [&](std::int64_t) {
-        if (call.has_q) {
-          pairwise_kl_sum_backward(pv, view_of<T>(call.q, lq, 0, m), value,
-                                   spans_at<T>(gp, rp, 0, n), spans_at<T>(gq, rq, 0, m), options);
-        } else {
-          pairwise_kl_sum_backward(pv, value, spans_at<T>(gp, rp, 0, n), options);
-        }
-      });
-      return;
-    }
+    // A grad of one value is passed as that value: no [N, M] copy of it.
+    T value{};
+    const bool one_value = broadcast_scalar(g, value);
     std::vector<T> buffer;
-    const std::span<const T> upstream = contiguous<T>(g, buffer);
+    const std::span<const T> upstream = one_value ? std::span<const T>{} : contiguous<T>(g, buffer);
+    const Gaussians<T> pv = view_of<T>(call.p, lp, 0, n);
     each_slice(lp, [&](std::int64_t) {
+      const Gradients<T> dp = spans_at<T>(gp, rp, 0, n);
       if (call.has_q) {
-        pairwise_kl_backward(pv, view_of<T>(call.q, lq, 0, m), upstream, spans_at<T>(gp, rp, 0, n),
-                             spans_at<T>(gq, rq, 0, m), options);
+        const Gaussians<T> qv = view_of<T>(call.q, lq, 0, m);
+        const Gradients<T> dq = spans_at<T>(gq, rq, 0, m);
+        if (one_value) {
+          pairwise_kl_sum_backward(pv, qv, value, dp, dq, options);
+        } else {
+          pairwise_kl_backward(pv, qv, upstream, dp, dq, options);
+        }
+      } else if (one_value) {
+        pairwise_kl_sum_backward(pv, value, dp, options);
       } else {
-        pairwise_kl_backward(pv, upstream, spans_at<T>(gp, rp, 0, n), options);
+        pairwise_kl_backward(pv, upstream, dp, options);
       }
     });
   });
