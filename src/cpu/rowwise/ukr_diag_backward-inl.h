@@ -250,6 +250,16 @@ HWY_INLINE void Put(DD d, const GradSink<T>& sink, std::int64_t row_offset, std:
   }
 }
 
+// Stores v narrowed to T at dst (a whole vector).
+template <class T>
+HWY_INLINE void StoreWide(DD d, VD v, T* HWY_RESTRICT dst) {
+  if constexpr (std::is_same_v<T, float>) {
+    hn::StoreU(hn::DemoteTo(hn::Rebind<float, DD>(), v), hn::Rebind<float, DD>(), dst);
+  } else {
+    hn::StoreU(v, d, dst);
+  }
+}
+
 // A scale parameter whose variance is 1, to pad with gradients of exactly 0.
 template <class T>
 constexpr T Neutral(DiagParam param) {
@@ -267,6 +277,14 @@ void RowsOf(const DiagGaussians<T>& p, const DiagGaussians<T>* q, std::int64_t l
   const bool p_mean = sp.mean.wanted(), q_mean = !kStandard && sq.mean.wanted();
   const bool p_once = p.mean.shape[0] == 1, q_once = kStandard || q->mean.shape[0] == 1;
   const T p_pad = Neutral<T>(pp), q_pad = Neutral<T>(qp);
+  // Rows read and written in place (every parameter contiguous along h, every wanted gradient
+  // per row): whole vectors go through a loop with no per-vector branch on layout or sink.
+  const auto in_place = [](const View<T, 2>& a, const GradSink<T>& sink) {
+    return a.strides[1] == 1 && sink.sum == nullptr;
+  };
+  const bool direct = in_place(p.mean, sp.mean) && in_place(p.scale, sp.scale) &&
+                      (kStandard || (in_place(q->mean, sq.mean) && in_place(q->scale, sq.scale)));
+  const std::int64_t whole = direct ? dims / lanes * lanes : 0;
   for (std::int64_t i = lo; i < hi; ++i) {
     const VD g = hn::Set(d, static_cast<double>(grad[i]));
     const VD gh = hn::Mul(g, hn::Set(d, 0.5));
@@ -276,7 +294,20 @@ void RowsOf(const DiagGaussians<T>& p, const DiagGaussians<T>* q, std::int64_t l
     const T* q_mean_row = kStandard ? nullptr : q->mean.data + iq * q->mean.strides[0];
     const T* q_scale_row = kStandard ? nullptr : q->scale.data + iq * q->scale.strides[0];
     const std::int64_t p_row = ip * dims, q_row = iq * dims;
-    for (std::int64_t h = 0; h < dims; h += lanes) {
+    for (std::int64_t h = 0; h < whole; h += lanes) {
+      const VD mu = LoadWide(d, p_mean_row + h), xp = LoadWide(d, p_scale_row + h);
+      VD nu = hn::Zero(d), xq = hn::Zero(d);
+      if constexpr (!kStandard) nu = LoadWide(d, q_mean_row + h), xq = LoadWide(d, q_scale_row + h);
+      const Lanes out =
+          Gradients<kPairing, kPScale, kQScale, kStandardP>(d, pp, qp, mu, xp, nu, xq, g, gh);
+      if (p_mean) StoreWide(d, out.mean, sp.mean.rows + p_row + h);
+      if constexpr (kPScale) StoreWide(d, out.p_scale, sp.scale.rows + p_row + h);
+      if constexpr (!kStandard) {
+        if (q_mean) StoreWide(d, hn::Neg(out.mean), sq.mean.rows + q_row + h);
+        if constexpr (kQScale) StoreWide(d, out.q_scale, sq.scale.rows + q_row + h);
+      }
+    }
+    for (std::int64_t h = whole; h < dims; h += lanes) {
       const std::int64_t count = std::min(lanes, dims - h);
       const VD mu = Load(d, p_mean_row, p.mean.strides[1], h, count, T(0));
       const VD xp = Load(d, p_scale_row, p.scale.strides[1], h, count, p_pad);
