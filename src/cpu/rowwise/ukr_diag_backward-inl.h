@@ -211,6 +211,16 @@ HWY_INLINE VD Load(DD d, const T* HWY_RESTRICT x, std::int64_t stride, std::int6
   return LoadWide(d, buf);
 }
 
+// Stores v narrowed to T at dst (a whole vector).
+template <class T>
+HWY_INLINE void StoreWide(DD d, VD v, T* HWY_RESTRICT dst) {
+  if constexpr (std::is_same_v<T, float>) {
+    hn::StoreU(hn::DemoteTo(hn::Rebind<float, DD>(), v), hn::Rebind<float, DD>(), dst);
+  } else {
+    hn::StoreU(v, d, dst);
+  }
+}
+
 // Writes the first `count` lanes of v to dst[0, count) (narrowed to T) or adds them to sum.
 template <class T>
 HWY_INLINE void Put(DD d, const GradSink<T>& sink, std::int64_t row_offset, std::int64_t h,
@@ -218,24 +228,17 @@ HWY_INLINE void Put(DD d, const GradSink<T>& sink, std::int64_t row_offset, std:
   const bool whole = count == static_cast<std::int64_t>(hn::Lanes(d));
   if (sink.rows) {
     T* HWY_RESTRICT dst = sink.rows + row_offset + h;
-    if constexpr (std::is_same_v<T, float>) {
+    if (whole) {
+      StoreWide(d, v, dst);
+    } else if constexpr (std::is_same_v<T, float>) {
       const hn::Rebind<float, DD> df;
-      const auto narrow = hn::DemoteTo(df, v);
-      if (whole) {
-        hn::StoreU(narrow, df, dst);
-      } else {
-        HWY_ALIGN float buf[hn::MaxLanes(DD())];
-        hn::Store(narrow, df, buf);
-        std::copy(buf, buf + count, dst);
-      }
+      HWY_ALIGN float buf[hn::MaxLanes(DD())];
+      hn::Store(hn::DemoteTo(df, v), df, buf);
+      std::copy(buf, buf + count, dst);
     } else {
-      if (whole) {
-        hn::StoreU(v, d, dst);
-      } else {
-        HWY_ALIGN double buf[hn::MaxLanes(DD())];
-        hn::Store(v, d, buf);
-        std::copy(buf, buf + count, dst);
-      }
+      HWY_ALIGN double buf[hn::MaxLanes(DD())];
+      hn::Store(v, d, buf);
+      std::copy(buf, buf + count, dst);
     }
   } else {
     double* HWY_RESTRICT dst = sink.sum + h;
@@ -247,16 +250,6 @@ HWY_INLINE void Put(DD d, const GradSink<T>& sink, std::int64_t row_offset, std:
       for (std::int64_t k = 0; k < count; ++k)
         dst[k] += buf[k];
     }
-  }
-}
-
-// Stores v narrowed to T at dst (a whole vector).
-template <class T>
-HWY_INLINE void StoreWide(DD d, VD v, T* HWY_RESTRICT dst) {
-  if constexpr (std::is_same_v<T, float>) {
-    hn::StoreU(hn::DemoteTo(hn::Rebind<float, DD>(), v), hn::Rebind<float, DD>(), dst);
-  } else {
-    hn::StoreU(v, d, dst);
   }
 }
 
@@ -294,36 +287,37 @@ void RowsOf(const DiagGaussians<T>& p, const DiagGaussians<T>* q, std::int64_t l
     const T* q_mean_row = kStandard ? nullptr : q->mean.data + iq * q->mean.strides[0];
     const T* q_scale_row = kStandard ? nullptr : q->scale.data + iq * q->scale.strides[0];
     const std::int64_t p_row = ip * dims, q_row = iq * dims;
-    for (std::int64_t h = 0; h < whole; h += lanes) {
-      const VD mu = LoadWide(d, p_mean_row + h), xp = LoadWide(d, p_scale_row + h);
+    // The gradients of one vector of h: each parameter by load(row, stride, pad), each wanted
+    // gradient to put(sink, row offset, v).
+    const auto vector_of = [&](const auto& load, const auto& put) {
+      const VD mu = load(p_mean_row, p.mean.strides[1], T(0));
+      const VD xp = load(p_scale_row, p.scale.strides[1], p_pad);
       VD nu = hn::Zero(d), xq = hn::Zero(d);
-      if constexpr (!kStandard) nu = LoadWide(d, q_mean_row + h), xq = LoadWide(d, q_scale_row + h);
+      if constexpr (!kStandard) {
+        nu = load(q_mean_row, q->mean.strides[1], T(0));
+        xq = load(q_scale_row, q->scale.strides[1], q_pad);
+      }
       const Lanes out =
           Gradients<kPairing, kPScale, kQScale, kStandardP>(d, pp, qp, mu, xp, nu, xq, g, gh);
-      if (p_mean) StoreWide(d, out.mean, sp.mean.rows + p_row + h);
-      if constexpr (kPScale) StoreWide(d, out.p_scale, sp.scale.rows + p_row + h);
+      if (p_mean) put(sp.mean, p_row, out.mean);
+      if constexpr (kPScale) put(sp.scale, p_row, out.p_scale);
       if constexpr (!kStandard) {
-        if (q_mean) StoreWide(d, hn::Neg(out.mean), sq.mean.rows + q_row + h);
-        if constexpr (kQScale) StoreWide(d, out.q_scale, sq.scale.rows + q_row + h);
+        if (q_mean) put(sq.mean, q_row, hn::Neg(out.mean));
+        if constexpr (kQScale) put(sq.scale, q_row, out.q_scale);
       }
+    };
+    std::int64_t h = 0;
+    for (; h < whole; h += lanes) {
+      vector_of([&](const T* x, std::int64_t, T) { return LoadWide(d, x + h); },
+                [&](const GradSink<T>& sink, std::int64_t row, VD v) {
+                  StoreWide(d, v, sink.rows + row + h);
+                });
     }
-    for (std::int64_t h = whole; h < dims; h += lanes) {
+    for (; h < dims; h += lanes) {
       const std::int64_t count = std::min(lanes, dims - h);
-      const VD mu = Load(d, p_mean_row, p.mean.strides[1], h, count, T(0));
-      const VD xp = Load(d, p_scale_row, p.scale.strides[1], h, count, p_pad);
-      VD nu = hn::Zero(d), xq = hn::Zero(d);
-      if constexpr (!kStandard) {
-        nu = Load(d, q_mean_row, q->mean.strides[1], h, count, T(0));
-        xq = Load(d, q_scale_row, q->scale.strides[1], h, count, q_pad);
-      }
-      const Lanes out =
-          Gradients<kPairing, kPScale, kQScale, kStandardP>(d, pp, qp, mu, xp, nu, xq, g, gh);
-      if (p_mean) Put(d, sp.mean, p_row, h, count, out.mean);
-      if constexpr (kPScale) Put(d, sp.scale, p_row, h, count, out.p_scale);
-      if constexpr (!kStandard) {
-        if (q_mean) Put(d, sq.mean, q_row, h, count, hn::Neg(out.mean));
-        if constexpr (kQScale) Put(d, sq.scale, q_row, h, count, out.q_scale);
-      }
+      vector_of(
+          [&](const T* x, std::int64_t stride, T pad) { return Load(d, x, stride, h, count, pad); },
+          [&](const GradSink<T>& sink, std::int64_t row, VD v) { Put(d, sink, row, h, count, v); });
     }
   }
 }
