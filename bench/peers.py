@@ -29,9 +29,10 @@ Times, for each size, in the same invocation:
   ``bures_wasserstein_distance``, time, memory and errors on adversarial sets; written between
   their own markers in bench/README.md.
 
-Each (method, size) runs in a fresh subprocess (``--worker``). Time: the minimum over repeats of
-one call, after a warm-up call on tiny inputs and a first full-size call that is discarded when
-there are repeats. Peak extra memory: the kernel's per-process peak resident set (VmHWM) is reset
+Each (method, size) runs in a fresh subprocess (``--worker``); a seeds case runs its methods in
+one, timed in turns (bench/seeds.py time_interleaved). Time: the minimum over repeats of one
+call, after a warm-up call on tiny inputs and a first full-size call that is discarded when there
+are repeats. Peak extra memory: the kernel's per-process peak resident set (VmHWM) is reset
 through /proc/self/clear_refs right after the inputs are built, and the reported figure is VmHWM
 at the end minus VmRSS at that moment (falls back to getrusage ru_maxrss where clear_refs is not
 available). It includes the [N, M] result. Methods predicted to need more than --max-mem-gib or
@@ -412,20 +413,52 @@ def run_timed(call, quick: bool):
     return out, times, len(times)
 
 
+def cpp_runner(path: str, names: list[str], quick: bool):
+    """A callable running the C++ benchmarks `names` of bench/bench_calls.cpp once: name -> min
+    real time (s) over its repetitions; None when there are none or the program is not built
+    (make bench builds it)."""
+    if not names or not path or not os.path.exists(path):
+        return None
+    pattern = "^(" + "|".join(names) + ")$"
+    cmd = [path, "--benchmark_format=json", f"--benchmark_filter={pattern}",
+           f"--benchmark_min_time={0.02 if quick else 0.05}", "--benchmark_repetitions=2"]
+
+    def run():
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        best = {}
+        for b in json.loads(proc.stdout).get("benchmarks", []):
+            if b.get("run_type") != "iteration":
+                continue
+            scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b.get("time_unit", "ns")]
+            name = b["run_name"]
+            best[name] = min(best.get(name, math.inf), b["real_time"] * scale)
+        return best
+    return run
+
+
 def seeds_job(job: dict, quick: bool):
-    """A seeds case (bench/seeds.py): warm-up on tiny inputs, then the minimum time per call."""
-    case, method = job["size"][0], job["method"]
-    pick = {"theirs": 0, "gausskl": 1, "lower": 2}[method]
-    warm = seeds.build(case, tiny=True)[pick]
+    """A seeds case (bench/seeds.py): warm-up on tiny inputs, then every method's minimum time
+    per call, timed in turns with each other and with the same calls from C++."""
+    case, methods = job["size"][0], job["methods"]
+    picks = {"theirs": 0, "gausskl": 1, "lower": 2}
+    warm = seeds.build(case, tiny=True)
     t0 = time.perf_counter()
     while time.perf_counter() - t0 < (0.05 if quick else 0.3):
-        warm()
-    fn = seeds.build(case)[pick]
-    best, calls = seeds.time_calls(fn, 0.3 if quick else 2.0)
-    res = dict(job, time=best, reps=calls, mem=0, mem_method="-")
-    if method == "gausskl":
-        res["check"] = seeds.check(case)
-    return res, None
+        for m in methods:
+            warm[picks[m]]()
+    built = seeds.build(case)
+    fns = {m: built[picks[m]] for m in methods}
+    cpp = cpp_runner(job.get("cpp_bench"), seeds.cpp_names(case), quick)
+    best, calls, cpp_best = seeds.time_interleaved(
+        fns, (0.3 if quick else 2.0) * len(fns), cpp, rounds=3 if quick else 10)
+    out = []
+    for m in methods:
+        res = dict(job, method=m, time=best[m], reps=calls[m], mem=0, mem_method="-",
+                   cpp=cpp_best)
+        if m == "gausskl":
+            res["check"] = seeds.check(case)
+        out.append((res, None))
+    return out
 
 
 def worker_job(job: dict, quick: bool) -> dict:
@@ -469,9 +502,11 @@ def worker_main(jobs_json: str, quick: bool):
     done = []
     for job in json.loads(jobs_json):
         try:
-            done.append(worker_job(job, quick))
+            got = worker_job(job, quick)
+            done += got if isinstance(got, list) else [got]
         except Exception as e:  # reported, not fatal: the table says what failed
-            done.append((dict(job, error=f"{type(e).__name__}: {e}"), None))
+            done += [(dict(job, method=m, error=f"{type(e).__name__}: {e}"), None)
+                     for m in job.get("methods", [job["method"]])]
     for res, check in done:
         if callable(check):
             res["check"] = check()
@@ -507,10 +542,10 @@ def plan(quick: bool):
     for case, (_, peer, _) in seeds.CASES.items():
         if quick and case.startswith("000_b1024"):
             continue
-        methods = ["gausskl"] + (["theirs"] if peer else [])
+        methods = (["theirs"] if peer else []) + ["gausskl"]
         if case in seeds.LOWER:
             methods.append("lower")
-        jobs += [dict(kind="seeds", method=m, size=[case]) for m in methods]
+        jobs.append(dict(kind="seeds", method="+".join(methods), size=[case], methods=methods))
     return jobs + divergences.plan(quick)
 
 
@@ -586,14 +621,16 @@ def run_jobs(jobs, args):
                        if line.startswith("RESULT ")]
             got = {(r["kind"], r["method"], tuple(r["size"])) for r in results}
             for job in todo:
-                if (job["kind"], job["method"], tuple(job["size"])) not in got:
-                    tail = (proc.stderr.strip().splitlines()[-1:]
-                            or [f"exit status {proc.returncode}"])
-                    if proc.returncode < 0:
-                        tail = [f"killed by signal {-proc.returncode} (out of memory?)"]
-                    results.append(dict(job, error=tail[0]))
+                for m in job.get("methods", [job["method"]]):
+                    if (job["kind"], m, tuple(job["size"])) not in got:
+                        tail = (proc.stderr.strip().splitlines()[-1:]
+                                or [f"exit status {proc.returncode}"])
+                        if proc.returncode < 0:
+                            tail = [f"killed by signal {-proc.returncode} (out of memory?)"]
+                        results.append(dict(job, method=m, error=tail[0]))
         except subprocess.TimeoutExpired:
-            results = [dict(job, error=f"timed out after {args.timeout} s") for job in todo]
+            results = [dict(job, method=m, error=f"timed out after {args.timeout} s")
+                       for job in todo for m in job.get("methods", [job["method"]])]
         for r in results:
             if "time" in r:
                 print(f"    {r['kind']:8s} {r['method']:20s} {tuple(r['size'])}: "
@@ -926,32 +963,16 @@ def plots(results, plot_dir):
     return names
 
 
-def results_cpp(results) -> dict:
-    for r in results:
-        if r.get("kind") == "cpp":
-            return r["times"]
+def case_cpp(idx, case) -> dict:
+    """The C++ times (name -> s) measured in turns with a seeds case's Python calls."""
+    for m in ("gausskl", "lower", "theirs"):
+        r = idx.get(("seeds", m, (case,)))
+        if r and r.get("cpp"):
+            return r["cpp"]
     return {}
 
 
-def cpp_calls(path: str, quick: bool) -> dict:
-    """Times of the seeds' calls from C++ (bench/bench_calls.cpp): name -> min real time (s)
-    over repetitions; empty when the program is not built (make bench builds it)."""
-    if not path or not os.path.exists(path):
-        return {}
-    cmd = [path, "--benchmark_format=json", f"--benchmark_min_time={0.05 if quick else 0.5}",
-           f"--benchmark_repetitions={2 if quick else 5}"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    best = {}
-    for b in json.loads(proc.stdout).get("benchmarks", []):
-        if b.get("run_type") != "iteration":
-            continue
-        scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b.get("time_unit", "ns")]
-        name = b["run_name"]
-        best[name] = min(best.get(name, math.inf), b["real_time"] * scale)
-    return best
-
-
-def seeds_table(results, cpp):
+def seeds_table(results):
     idx = index(results)
     lines = ["| case | their code | time | gausskl | speed-up | gausskl from C++ | Python layer "
              "| check err |", "|---|---|---:|---:|---:|---:|---:|---:|"]
@@ -961,31 +982,32 @@ def seeds_table(results, cpp):
             continue
         th = idx.get(("seeds", "theirs", (case,)))
         sp = th["time"] / g["time"] if th and "time" in th and "time" in g else None
-        c = cpp.get(seeds.CPP.get(case, ""))
+        c = case_cpp(idx, case).get(seeds.CPP.get(case, ""))
         layer = g["time"] - c if c is not None and "time" in g else None
         lines.append(f"| {label} | {peer or '-'} | {cell_time(th)} | {cell_time(g)} | "
                      f"{fmt_ratio(sp)} | {fmt_time(c)} | "
                      f"{'-' if layer is None else ('+' if layer >= 0 else '') + fmt_time(layer)} "
                      f"| {fmt_check(g)} |")
     for case, (what, _) in seeds.LOWER.items():
-        floor = seeds_floor(idx, cpp, case)
+        floor = seeds_floor(idx, case)
         if floor is not None:
             lines.append(f"| lower bound of \"{seeds.CASES[case][0]}\": {what} | | | "
                          f"{fmt_time(floor)} | | | | |")
     return "\n".join(lines)
 
 
-def seeds_floor(idx, cpp, case):
-    """The floor of a case (seeds.LOWER): its lower callable's time plus its C++ times; None
-    when a part was not measured."""
+def seeds_floor(idx, case):
+    """The floor of a case (seeds.LOWER): its lower callable's time plus its C++ times (timed in
+    the same turns); None when a part was not measured."""
     low = idx.get(("seeds", "lower", (case,)))
+    cpp = case_cpp(idx, case)
     parts = [cpp.get(name) for name in seeds.LOWER[case][1]]
     if not low or "time" not in low or any(t is None for t in parts):
         return None
     return low["time"] + sum(parts)
 
 
-def seeds_targets(results, cpp):
+def seeds_targets(results):
     idx = index(results)
     rows = []
     for case, bar, text in seeds.TARGETS:
@@ -993,7 +1015,7 @@ def seeds_targets(results, cpp):
                                                                     {})
         sp = th["time"] / g["time"] if "time" in g and "time" in th else None
         verdict = "—" if sp is None else ("met" if sp >= bar else "**missed**")
-        floor = seeds_floor(idx, cpp, case) if case in seeds.LOWER else None
+        floor = seeds_floor(idx, case) if case in seeds.LOWER else None
         if sp is not None and sp < bar and floor is not None:
             best = th["time"] / floor  # the speed-up of an implementation at the floor
             verdict += (f"; the floor ({fmt_time(floor)}) allows at most {fmt_ratio(best)}"
@@ -1003,7 +1025,8 @@ def seeds_targets(results, cpp):
                      if sp else "not measured", verdict))
     for case in ("tiny_numpy_built", "tiny_torch_built", "tiny8_numpy_built",
                  "tiny8_torch_built"):
-        g, c = idx.get(("seeds", "gausskl", (case,)), {}), cpp.get(seeds.CPP[case])
+        g, c = idx.get(("seeds", "gausskl", (case,)), {}), case_cpp(idx, case).get(
+            seeds.CPP[case])
         layer = g["time"] - c if "time" in g and c is not None else None
         rows.append((f"{seeds.CASES[case][0]}: at most 5 µs more than from C++",
                      f"+{fmt_time(layer)} ({fmt_time(g['time'])} vs {fmt_time(c)})"
@@ -1026,16 +1049,17 @@ def report(results, info, args, started, load_before, load_after, plot_names, pl
             f"| OS, Python | {info['os']}, Python {info['python']} |",
             f"| PyTorch | {info['torch']} |", f"| NumPy | {info['numpy']} |",
             f"| load average (1 min) | {load_before:.2f} before, {load_after:.2f} after |"]
-    cpp = results_cpp(results)
     out += ["", "### The seeds' own sizes (issue 11), from this run", "",
             "Each case as the users' posts have it, their code against gausskl's call (batches "
             "built in the call), forward, or forward + backward as a training step runs it "
             "(gradients cleared, backward of the summed loss); float32, torch CPU tensors, "
             f"{info['torch'].split(', ')[-1]}. \"gausskl from C++\" is the same library call "
-            "made from C++ (bench/bench_calls.cpp) in this run; \"Python layer\" the difference.",
-            "", seeds_table(results, cpp), "",
+            "made from C++ (bench/bench_calls.cpp); \"Python layer\" the difference. A case's "
+            "methods and its C++ calls are timed in turns in one process (bench/seeds.py "
+            "time_interleaved), so that each ratio compares times from the same minutes.",
+            "", seeds_table(results), "",
             "| target (issue 11) | measured | |", "|---|---|---|"]
-    out += [f"| {a} | {b} | {c} |" for a, b, c in seeds_targets(results, cpp)]
+    out += [f"| {a} | {b} | {c} |" for a, b, c in seeds_targets(results)]
     if args.only == "seeds":
         return "\n".join(out)
     out += ["", "### Targets (issue 4), from this run", "",
@@ -1121,11 +1145,10 @@ def main():
         if "divergences" in kinds:
             kinds |= set(divergences.JOB_KINDS)
         jobs = [j for j in jobs if j["kind"] in kinds]
+    for j in jobs:
+        if j["kind"] == "seeds":
+            j["cpp_bench"] = args.cpp_bench
     results = run_jobs(jobs, args)
-    if any(j["kind"] == "seeds" for j in jobs):
-        print("  running the seeds' calls from C++ (" + args.cpp_bench + ")", file=sys.stderr)
-        results.append(dict(kind="cpp", method="bench_calls", size=[],
-                            times=cpp_calls(args.cpp_bench, args.quick)))
     load_after = os.getloadavg()[0]
     info = machine_info()
     plot_names, plot_rel = [], "plots"

@@ -21,7 +21,10 @@ Cases and their peers:
 * lower bounds, timed in the same run (LOWER): for each case that misses its target, the
   bare work any implementation needs, so that the note can say whether the target is possible.
 * the per-call cost: tiny row-wise calls (N = 5, D = 3; N = 8, D = 8) from NumPy and torch,
-  beside the same calls from C++ (bench/bench_calls.cpp, run by peers.py in the same run).
+  beside the same calls from C++ (bench/bench_calls.cpp).
+
+bench/peers.py times a case's methods (theirs, gausskl's, the floor's, the C++ calls) in turns in
+one process (time_interleaved), so that a ratio compares times from the same minutes.
 """
 
 from __future__ import annotations
@@ -323,24 +326,45 @@ def check(case: str) -> float | None:
     return float(np.max(np.abs(a - b) / (np.abs(a) + 1)))
 
 
-def time_calls(fn, budget: float, max_samples: int = 10000) -> tuple[float, int]:
-    """The minimum time per call over samples of several calls each (each sample at least
-    ~0.2 ms, so that the clock's cost does not count), and the calls made. Samples go on for the
-    whole budget (up to max_samples): on a shared machine a microsecond call's time moves by 1.5x
-    over seconds, and 200 samples of a few microseconds' calls would span only ~40 ms of it."""
+def time_interleaved(fns: dict, budget: float, cpp=None, rounds: int = 10,
+                     settle: float = 0.01) -> tuple[dict, dict, dict]:
+    """The minimum time per call of each callable in fns, timed in turns: `rounds` rounds, each
+    giving every callable an equal slot of the budget (samples of several calls each, each
+    sample at least ~0.2 ms, so that the clock's cost does not count), then running cpp() (the
+    same calls from C++: a dict name -> time) when given. On a shared machine a call's time
+    moves by 1.5x over seconds to minutes; timed in turns, every method sees the same phases, and
+    a ratio of two minimums compares like with like. Each slot starts after `settle` seconds of
+    sleep, so that thread pools spinning after the previous method's call (torch's OpenMP) have
+    parked: cost ~10% of gausskl's next call at B = 1024 (bench/README.md).
+    Returns (best time per call, calls made, best C++ time per name)."""
     import time
 
-    t0 = time.perf_counter()
-    fn()
-    one = max(time.perf_counter() - t0, 1e-7)
-    per_sample = max(1, min(1000, int(2e-4 / one)))
-    best, calls, start = math.inf, 0, time.perf_counter()
-    samples = 0
-    while samples < max_samples and (samples < 5 or time.perf_counter() - start < budget):
+    per_sample = {}
+    for name, fn in fns.items():
         t0 = time.perf_counter()
-        for _ in range(per_sample):
-            fn()
-        best = min(best, (time.perf_counter() - t0) / per_sample)
-        calls += per_sample
-        samples += 1
-    return best, calls
+        fn()
+        per_sample[name] = max(1, min(1000, int(2e-4 / max(time.perf_counter() - t0, 1e-7))))
+    best, calls, cpp_best = dict.fromkeys(fns, math.inf), dict.fromkeys(fns, 0), {}
+    slot = budget / (rounds * max(len(fns), 1))
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            time.sleep(settle)
+            k, samples, start = per_sample[name], 0, time.perf_counter()
+            while samples < 2 or time.perf_counter() - start < slot:
+                t0 = time.perf_counter()
+                for _ in range(k):
+                    fn()
+                best[name] = min(best[name], (time.perf_counter() - t0) / k)
+                calls[name] += k
+                samples += 1
+        if cpp is not None:
+            time.sleep(settle)
+            for key, t in cpp().items():
+                cpp_best[key] = min(cpp_best.get(key, math.inf), t)
+    return best, calls, cpp_best
+
+
+def cpp_names(case: str) -> list[str]:
+    """The C++ benchmarks (bench/bench_calls.cpp) a case's row uses: the same call, and the
+    parts of its floor."""
+    return ([CPP[case]] if case in CPP else []) + list(LOWER.get(case, ("", ()))[1])
