@@ -414,14 +414,16 @@ def run_timed(call, quick: bool):
 
 
 def cpp_runner(path: str, names: list[str], quick: bool):
-    """A callable running the C++ benchmarks `names` of bench/bench_calls.cpp once: name -> min
-    real time (s) over its repetitions; None when there are none or the program is not built
-    (make bench builds it)."""
+    """A callable running the C++ benchmarks `names` of bench/bench_calls.cpp once: name -> the
+    smallest time per call (s) over its repetitions (their counter min_s: the minimum over
+    samples of back-to-back calls, as seeds.time_interleaved takes it from Python); None when
+    there are none or the program is not built (make bench builds it)."""
     if not names or not path or not os.path.exists(path):
         return None
     pattern = "^(" + "|".join(names) + ")$"
     cmd = [path, "--benchmark_format=json", f"--benchmark_filter={pattern}",
-           f"--benchmark_min_time={0.02 if quick else 0.05}", "--benchmark_repetitions=2"]
+           f"--benchmark_min_time={0.02 if quick else 0.1}",
+           f"--benchmark_repetitions={1 if quick else 3}"]
 
     def run():
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
@@ -431,7 +433,7 @@ def cpp_runner(path: str, names: list[str], quick: bool):
                 continue
             scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b.get("time_unit", "ns")]
             name = b["run_name"]
-            best[name] = min(best.get(name, math.inf), b["real_time"] * scale)
+            best[name] = min(best.get(name, math.inf), b.get("min_s", b["real_time"] * scale))
         return best
     return run
 
