@@ -425,10 +425,14 @@ def cpp_runner(path: str, names: list[str], quick: bool):
            f"--benchmark_min_time={0.02 if quick else 0.1}",
            f"--benchmark_repetitions={1 if quick else 3}"]
 
-    def run():
+    def run():  # a failed run (killed, no JSON) gives nothing: its rows read "-"
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        try:
+            benchmarks = json.loads(proc.stdout).get("benchmarks", [])
+        except ValueError:
+            return {}
         best = {}
-        for b in json.loads(proc.stdout).get("benchmarks", []):
+        for b in benchmarks:
             if b.get("run_type") != "iteration":
                 continue
             scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b.get("time_unit", "ns")]
