@@ -115,9 +115,9 @@ bench: bench-build python
 # gausskl side by side with PyTorch (forum broadcast, torch.distributions, GEMM in torch, SGEMM
 # floor, the seeds' own calls against the same calls from C++; the other divergences against the
 # broadcasts users write and POT): rewrites the results sections of bench/README.md and
-# bench/plots/*.png (~15-20 min; run it on a quiet machine). POT (Python Optimal Transport), the
+# bench/plots/*.png (~20-25 min; run it on a quiet machine). POT (Python Optimal Transport), the
 # W2 peer, is installed here: only this target needs it (without it its jobs are skipped).
-# `.venv/bin/python bench/peers.py --quick` is a < 60 s smoke run.
+# `.venv/bin/python bench/peers.py --quick` is a smoke run of about a minute.
 POT := pot==0.9.7.post1
 bench-peers: bench-build python
 	@$(PY) -c "import ot" 2>/dev/null || \

@@ -1,7 +1,8 @@
 // The users' own sizes from C++ (seeds 000-003): one call of each public operation as a training
 // step makes it, threads as by default. bench/peers.py (bench/seeds.py) times the same calls from
-// Python, on data of the same distributions, in turns with these; the difference is the cost of
-// the Python layer (bench/README.md).
+// Python, on inputs of the same sizes (and, for the pairwise call, whose work depends on the
+// data, of the same distributions), in turns with these; the difference is the cost of the
+// Python layer (bench/README.md).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -18,18 +19,23 @@ namespace {
 
 using gausskl::bench::random;
 
-// Times call(): one untimed call first, then one call per iteration. Counter "min_s": the
-// smallest mean time per call over samples of `batch` consecutive calls (~0.2 ms of calls, at
-// most 1000), the estimator bench/seeds.py uses for the same calls from Python, so that the
-// difference of the two is the Python layer's cost (a repetition's mean, what Google Benchmark
-// reports, adds the host's noise).
+// Times call(): two untimed calls first (the faster sizes the samples: the first may pay for
+// first-touch memory), then one call per iteration. Counter "min_s": the smallest mean time per
+// call over samples of `batch` consecutive calls (~0.2 ms of calls, at most 1000), the
+// estimator bench/seeds.py uses for the same calls from Python, so that the difference of the
+// two is the Python layer's cost (a repetition's mean, what Google Benchmark reports, adds the
+// host's noise).
 template <class Call>
 void timed(benchmark::State& state, const Call& call) {
   using Clock = std::chrono::steady_clock;
   const auto seconds = [](Clock::duration t) { return std::chrono::duration<double>(t).count(); };
-  const auto start = Clock::now();
-  call();
-  const double one = std::max(seconds(Clock::now() - start), 1e-9);
+  double one = std::numeric_limits<double>::infinity();
+  for (int warm = 0; warm < 2; ++warm) {
+    const auto start = Clock::now();
+    call();
+    one = std::min(one, seconds(Clock::now() - start));
+  }
+  one = std::max(one, 1e-9);
   const std::int64_t batch =
       std::clamp<std::int64_t>(static_cast<std::int64_t>(2e-4 / one), 1, 1000);
   double best = std::numeric_limits<double>::infinity();

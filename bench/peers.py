@@ -29,15 +29,15 @@ Times, for each size, in the same invocation:
   ``bures_wasserstein_distance``, time, memory and errors on adversarial sets; written between
   their own markers in bench/README.md.
 
-Each (method, size) runs in a fresh subprocess (``--worker``); a seeds case runs its methods in
-one, timed in turns (bench/seeds.py time_interleaved). Time: the minimum over repeats of one
-call, after a warm-up call on tiny inputs and a first full-size call that is discarded when there
-are repeats. Peak extra memory: the kernel's per-process peak resident set (VmHWM) is reset
-through /proc/self/clear_refs right after the inputs are built, and the reported figure is VmHWM
-at the end minus VmRSS at that moment (falls back to getrusage ru_maxrss where clear_refs is not
-available). It includes the [N, M] result. Methods predicted to need more than --max-mem-gib or
-longer than --max-seconds per call (extrapolated from the method's previous, smaller size) are
-skipped and reported as such.
+Each (method, size) runs in a fresh subprocess (``--worker``); a seeds case runs its methods in one,
+timed in turns, with the C++ program run as a child once per round (bench/seeds.py
+time_interleaved). Time, elsewhere: the minimum over repeats of one call, after a warm-up call on
+tiny inputs and a first full-size call that is discarded when there are repeats. Peak extra memory:
+the kernel's per-process peak resident set (VmHWM) is reset through /proc/self/clear_refs right
+after the inputs are built, and the reported figure is VmHWM at the end minus VmRSS at that moment
+(falls back to getrusage ru_maxrss where clear_refs is not available). It includes the [N, M]
+result. Methods predicted to need more than --max-mem-gib or longer than --max-seconds per call
+(extrapolated from the method's previous, smaller size) are skipped and reported as such.
 
 ``--quick`` is a smoke mode (small sizes, a few subprocesses, about a minute) that writes nothing
 unless --out is given; exit status 0 means every method ran and agreed with the reference.
@@ -422,22 +422,20 @@ def cpp_runner(path: str, names: list[str], quick: bool):
         return None
     pattern = "^(" + "|".join(names) + ")$"
     cmd = [path, "--benchmark_format=json", f"--benchmark_filter={pattern}",
-           f"--benchmark_min_time={0.02 if quick else 0.1}",
-           f"--benchmark_repetitions={1 if quick else 3}"]
+           f"--benchmark_min_time={0.02 if quick else 0.07}",
+           f"--benchmark_repetitions={1 if quick else 2}"]
 
-    def run():  # a failed run (killed, no JSON) gives nothing: its rows read "-"
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    def run():  # a run that fails (no JSON, killed, timed out) gives nothing for its round
         try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
             benchmarks = json.loads(proc.stdout).get("benchmarks", [])
-        except ValueError:
+        except (ValueError, OSError, subprocess.TimeoutExpired):
             return {}
         best = {}
         for b in benchmarks:
-            if b.get("run_type") != "iteration":
-                continue
-            scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b.get("time_unit", "ns")]
-            name = b["run_name"]
-            best[name] = min(best.get(name, math.inf), b.get("min_s", b["real_time"] * scale))
+            if b.get("run_type") == "iteration" and "min_s" in b:  # no min_s: not measured
+                name = b["run_name"]
+                best[name] = min(best.get(name, math.inf), b["min_s"])
         return best
     return run
 
@@ -447,22 +445,33 @@ def seeds_job(job: dict, quick: bool):
     per call, timed in turns with each other and with the same calls from C++."""
     case, methods = job["size"][0], job["methods"]
     picks = {"theirs": 0, "gausskl": 1, "lower": 2}
+    errors = {}
     warm = seeds.build(case, tiny=True)
-    t0 = time.perf_counter()
-    while time.perf_counter() - t0 < (0.05 if quick else 0.3):
-        for m in methods:
-            warm[picks[m]]()
+    for m in methods:
+        t0 = time.perf_counter()
+        try:
+            while time.perf_counter() - t0 < (0.05 if quick else 0.3) / len(methods):
+                warm[picks[m]]()
+        except Exception as e:  # noqa: BLE001  (reported on this method's row only)
+            errors[m] = f"{type(e).__name__}: {e}"
     built = seeds.build(case)
-    fns = {m: built[picks[m]] for m in methods}
+    fns = {m: built[picks[m]] for m in methods if m not in errors}
     cpp = cpp_runner(job.get("cpp_bench"), seeds.cpp_names(case), quick)
-    best, calls, cpp_best = seeds.time_interleaved(
+    best, calls, failed, cpp_best = seeds.time_interleaved(
         fns, (0.3 if quick else 2.0) * len(fns), cpp, rounds=3 if quick else 10)
+    errors.update(failed)
     out = []
     for m in methods:
+        if m in errors:
+            out.append((dict(job, method=m, error=errors[m]), None))
+            continue
         res = dict(job, method=m, time=best[m], reps=calls[m], mem=0, mem_method="-",
                    cpp=cpp_best)
         if m == "gausskl":
-            res["check"] = seeds.check(case)
+            try:
+                res["check"] = seeds.check(case)
+            except Exception as e:  # noqa: BLE001
+                res["error"] = f"check: {type(e).__name__}: {e}"
         out.append((res, None))
     return out
 

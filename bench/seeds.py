@@ -23,8 +23,9 @@ Cases and their peers:
 * the per-call cost: tiny row-wise calls (N = 5, D = 3; N = 8, D = 8) from NumPy and torch,
   beside the same calls from C++ (bench/bench_calls.cpp).
 
-bench/peers.py times a case's methods (theirs, gausskl's, the floor's, the C++ calls) in turns in
-one process (time_interleaved), so that a ratio compares times from the same minutes.
+bench/peers.py times a case's methods (theirs, gausskl's, the floor's) in turns in one worker
+process, with the C++ program run as a child once per round (time_interleaved), so that a ratio
+compares times from the same minutes.
 """
 
 from __future__ import annotations
@@ -327,7 +328,7 @@ def check(case: str) -> float | None:
 
 
 def time_interleaved(fns: dict, budget: float, cpp=None, rounds: int = 10,
-                     settle: float = 0.01) -> tuple[dict, dict, dict]:
+                     settle: float = 0.01) -> tuple[dict, dict, dict, dict]:
     """The minimum time per call of each callable in fns, timed in turns: `rounds` rounds, each
     giving every callable an equal slot of the budget (samples of several calls each, each
     sample at least ~0.2 ms, so that the clock's cost does not count), then running cpp() (the
@@ -335,33 +336,49 @@ def time_interleaved(fns: dict, budget: float, cpp=None, rounds: int = 10,
     moves by 1.5x over seconds to minutes; timed in turns, every method sees the same phases, and
     a ratio of two minimums compares like with like. Each slot starts after `settle` seconds of
     sleep, so that thread pools spinning after the previous method's call (torch's OpenMP) have
-    parked: cost ~10% of gausskl's next call at B = 1024 (bench/README.md).
-    Returns (best time per call, calls made, best C++ time per name)."""
+    parked: cost ~10% of gausskl's next call at B = 1024 (bench/README.md). A callable that
+    raises leaves the rotation, and its error is returned instead of its time.
+    Returns (best time per call, calls made, errors, best C++ time per name)."""
     import time
 
-    per_sample = {}
-    for name, fn in fns.items():
-        t0 = time.perf_counter()
-        fn()
-        per_sample[name] = max(1, min(1000, int(2e-4 / max(time.perf_counter() - t0, 1e-7))))
-    best, calls, cpp_best = dict.fromkeys(fns, math.inf), dict.fromkeys(fns, 0), {}
+    live, per_sample, errors = dict(fns), {}, {}
+
+    def failed(name, e):
+        errors[name] = f"{type(e).__name__}: {e}"
+        live.pop(name, None)
+
+    for name, fn in list(live.items()):
+        one = math.inf
+        try:
+            for _ in range(2):  # the faster of two calls: the first may pay for first-touch memory
+                t0 = time.perf_counter()
+                fn()
+                one = min(one, time.perf_counter() - t0)
+        except Exception as e:  # noqa: BLE001  (reported in the table, the others go on)
+            failed(name, e)
+            continue
+        per_sample[name] = max(1, min(1000, int(2e-4 / max(one, 1e-7))))
+    best, calls, cpp_best = dict.fromkeys(live, math.inf), dict.fromkeys(live, 0), {}
     slot = budget / (rounds * max(len(fns), 1))
     for _ in range(rounds):
-        for name, fn in fns.items():
+        for name, fn in list(live.items()):
             time.sleep(settle)
             k, samples, start = per_sample[name], 0, time.perf_counter()
-            while samples < 2 or time.perf_counter() - start < slot:
-                t0 = time.perf_counter()
-                for _ in range(k):
-                    fn()
-                best[name] = min(best[name], (time.perf_counter() - t0) / k)
-                calls[name] += k
-                samples += 1
+            try:
+                while samples < 2 or time.perf_counter() - start < slot:
+                    t0 = time.perf_counter()
+                    for _ in range(k):
+                        fn()
+                    best[name] = min(best[name], (time.perf_counter() - t0) / k)
+                    calls[name] += k
+                    samples += 1
+            except Exception as e:  # noqa: BLE001
+                failed(name, e)
         if cpp is not None:
             time.sleep(settle)
             for key, t in cpp().items():
                 cpp_best[key] = min(cpp_best.get(key, math.inf), t)
-    return best, calls, cpp_best
+    return ({n: t for n, t in best.items() if n not in errors}, calls, errors, cpp_best)
 
 
 def cpp_names(case: str) -> list[str]:
