@@ -458,7 +458,7 @@ def seeds_job(job: dict, quick: bool):
     fns = {m: built[picks[m]] for m in methods if m not in errors}
     cpp = cpp_runner(job.get("cpp_bench"), seeds.cpp_names(case), quick)
     best, calls, failed, cpp_best = seeds.time_interleaved(
-        fns, (0.3 if quick else 2.0) * len(fns), cpp, rounds=3 if quick else 10)
+        fns, 0.3 if quick else 2.0, cpp, rounds=3 if quick else 10)
     errors.update(failed)
     out = []
     for m in methods:

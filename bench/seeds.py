@@ -330,7 +330,7 @@ def check(case: str) -> float | None:
 def time_interleaved(fns: dict, budget: float, cpp=None, rounds: int = 10,
                      settle: float = 0.01) -> tuple[dict, dict, dict, dict]:
     """The minimum time per call of each callable in fns, timed in turns: `rounds` rounds, each
-    giving every callable an equal slot of the budget (samples of several calls each, each
+    giving every callable a slot of budget / rounds seconds (samples of several calls each, each
     sample at least ~0.2 ms, so that the clock's cost does not count), then running cpp() (the
     same calls from C++: a dict name -> time) when given. On a shared machine a call's time
     moves by 1.5x over seconds to minutes; timed in turns, every method sees the same phases, and
@@ -359,7 +359,7 @@ def time_interleaved(fns: dict, budget: float, cpp=None, rounds: int = 10,
             continue
         per_sample[name] = max(1, min(1000, int(2e-4 / max(one, 1e-7))))
     best, calls, cpp_best = dict.fromkeys(live, math.inf), dict.fromkeys(live, 0), {}
-    slot = budget / (rounds * max(len(fns), 1))
+    slot = budget / rounds
     for _ in range(rounds):
         for name, fn in list(live.items()):
             time.sleep(settle)
