@@ -80,12 +80,13 @@ LOWER = {
         "float64 matmuls in torch: [B, 512] x [512, B] (forward), G [B, B] and G^T x [B, 512] "
         "(the backward's products, accumulated in double as exact gradients need)", ()),
     "vae_grad": ("a training step through an autograd.Function that computes nothing (torch's C "
-                 "apply, as gausskl calls it) + the library's forward and backward from C++",
-                 ("BM_kl_standard_normal/N:128/D:32",
-                  "BM_kl_standard_normal_backward/N:128/D:32")),
+                 "apply, as gausskl calls it) + the library's share of the step from C++ (the "
+                 "values with their gradients, then the gradients scaled)",
+                 ("BM_kl_standard_normal_with_gradients/N:128/D:32",)),
     "prior_grad": ("a training step through an autograd.Function that computes nothing (torch's "
-                   "C apply) + the library's forward and backward from C++",
-                   ("BM_kl_diag/N:128/D:32/logvar:1", "BM_kl_diag_backward/N:128/D:32")),
+                   "C apply) + the library's share of the step from C++ (the values with their "
+                   "gradients, then the gradients scaled)",
+                   ("BM_kl_diag_with_gradients/N:128/D:32",)),
 }
 
 # The same calls from C++ (bench/bench_calls.cpp), for the per-call cost of the Python layer.

@@ -61,6 +61,39 @@ GAUSSKL_API void kl_standard_normal_backward(const Gaussians<double>& p,
                                              const Gradients<double>& dp,
                                              const Options& options = {});
 
+// A training step's forward that keeps its gradients: out[i] = KL(p_i || q_i), as kl gives it, and
+// in dp and dq each row's own gradients, dKL(p_i || q_i) / d(array) at row i (kl_backward's for
+// grad = 1), in double whatever T is. The step's backward is then scale_rows, one product per
+// element, where kl_backward would compute every exponential again: p and q both given by logvar
+// (the VAE's prior term, a learned prior) take one pass for both (bench/README.md, "The seeds' own
+// sizes"). Diagonal batches of the same N (no side broadcast), any parameterization and strides;
+// errors are kl's (op "kl", or "kl_standard_normal" below), plus the spans' sizes, and other
+// families or a broadcast side are std::invalid_argument. No span may overlap another or the
+// batches' arrays.
+GAUSSKL_API void kl_with_gradients(const Gaussians<float>& p, const Gaussians<float>& q,
+                                   std::span<float> out, const Gradients<double>& dp,
+                                   const Gradients<double>& dq, const Options& options = {});
+GAUSSKL_API void kl_with_gradients(const Gaussians<double>& p, const Gaussians<double>& q,
+                                   std::span<double> out, const Gradients<double>& dp,
+                                   const Gradients<double>& dq, const Options& options = {});
+// The same against N(0, I).
+GAUSSKL_API void kl_standard_normal_with_gradients(const Gaussians<float>& p, std::span<float> out,
+                                                   const Gradients<double>& dp,
+                                                   const Options& options = {});
+GAUSSKL_API void kl_standard_normal_with_gradients(const Gaussians<double>& p,
+                                                   std::span<double> out,
+                                                   const Gradients<double>& dp,
+                                                   const Options& options = {});
+
+// The backward of a kept gradient: dst[i * k + j] = grad[i] * unit[i * k + j] for the rows i <
+// grad.size() (k = unit.size() / grad.size()), each product in double rounded once to T: the
+// gradient of L = sum_i grad[i] KL_i with respect to one array, from that array's span filled by
+// kl_with_gradients. Sizes that do not match: std::invalid_argument ("[scale_rows] ...").
+GAUSSKL_API void scale_rows(std::span<const double> unit, std::span<const float> grad,
+                            std::span<float> dst);
+GAUSSKL_API void scale_rows(std::span<const double> unit, std::span<const double> grad,
+                            std::span<double> dst);
+
 // All pairs of diagonal batches: L = sum_ij grad[i * M + j] * KL(p_i || q_j), grad row-major
 // [N, M]. Without q, q = p and dp receives both sides' contributions. No [N, M, D] intermediate.
 GAUSSKL_API void pairwise_kl_backward(const Gaussians<float>& p, const Gaussians<float>& q,

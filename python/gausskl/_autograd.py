@@ -1,7 +1,10 @@
 """Gradients for torch tensors with requires_grad, the values computed by the C++ library.
 
-* Row-wise KL (and KL to N(0, I)) of diagonal batches, and of full batches given by scale_tril
-  or packed_scale_tril: the library's gradients (gausskl/gradients.hpp), one pass each way.
+* Row-wise KL (and KL to N(0, I)) of diagonal tensors of one batch shape (a training step's VAE
+  term): the extension's forward keeps each row's gradients, made in the same pass as the values
+  (gausskl::kl_with_gradients), and the backward scales them by the upstream gradient (kept).
+* Other row-wise KL of diagonal batches, and of full batches given by scale_tril or
+  packed_scale_tril: the library's gradients (gausskl/gradients.hpp), one pass each way.
   Other families and mixed pairs: the backward differentiates the same formulas written in
   torch operations (gausskl._torch_path) at the saved inputs.
 * All-pairs KL of diagonal batches: the library's gradients (no [N, M, D]).
@@ -177,6 +180,33 @@ class _Rowwise(torch.autograd.Function):
                 *_torch_grads(_rowwise_values_of, specs, ctx.slots, tensors, flags, grad))
 
 
+def _rowwise_differentiable(codes, tensors, flags, grad):
+    """create_graph: the gradients of row-wise KL of (codes[0], *tensors[:2]) against
+    (codes[1], *tensors[2:]) (N(0, I) without them), in torch operations."""
+    specs = [(codes[0], *tensors[:2])] + ([(codes[1], *tensors[2:])] if len(tensors) > 2 else [])
+    slots = tuple((i // 2, 1 + i % 2) for i in range(len(tensors)))
+    return tuple(_torch_grads(_rowwise_values_of, specs, slots, tensors, flags, grad,
+                              create_graph=True))
+
+
+class _Kept(torch.autograd.Function):
+    """Row-wise KL of diagonal tensors whose forward kept each row's gradients (an _ext.Kept,
+    made with the values in one pass): the backward scales them by the upstream gradient."""
+
+    @staticmethod
+    def forward(ctx, kept, codes, *tensors):
+        ctx.kept, ctx.codes = kept, codes
+        ctx.save_for_backward(*tensors)  # read only by a backward with create_graph
+        return kept.take_values()
+
+    @staticmethod
+    def backward(ctx, grad):
+        if torch.is_grad_enabled():  # create_graph: differentiable gradients, in torch operations
+            return (None, None, *_rowwise_differentiable(ctx.codes, ctx.saved_tensors,
+                                                         ctx.needs_input_grad[2:], grad))
+        return (None, None, *_ext.kept_backward(ctx.kept, grad))
+
+
 class _PairwiseDiag(torch.autograd.Function):
     """KL(p_i || q_j) of diagonal batches (one spec: q = p), values from the library."""
 
@@ -246,11 +276,6 @@ def _step(key):
         def library_grads(t, grad, flags):
             return _ext.kl_backward((pc, t[0], t[1]), (qc, t[2], t[3]), grad, flags, threads)
 
-    def differentiable_grads(tensors, flags, grad):  # create_graph: in torch operations
-        specs = [(pc, *tensors[:2])] + ([(codes[1], *tensors[2:])] if len(codes) > 1 else [])
-        slots = tuple((i // 2, 1 + i % 2) for i in range(len(tensors)))
-        return tuple(_torch_grads(_rowwise_values_of, specs, slots, tensors, flags, grad,
-                                  create_graph=True))
 
     class Step(torch.autograd.Function):
         @staticmethod
@@ -261,8 +286,8 @@ def _step(key):
         @staticmethod
         def backward(ctx, grad):
             tensors = ctx.saved_tensors
-            if torch.is_grad_enabled():
-                return differentiable_grads(tensors, ctx.needs_input_grad, grad)
+            if torch.is_grad_enabled():  # create_graph: in torch operations
+                return _rowwise_differentiable(codes, tensors, ctx.needs_input_grad, grad)
             grads = library_grads(tensors, grad, ctx.needs_input_grad)
             if broadcast:
                 return tuple(g if g is None or g.shape == t.shape else g.sum_to_size(t.shape)
@@ -282,6 +307,22 @@ def _apply(step, *tensors):
     if c_apply is None or _TRANSFORMS():
         return function.apply(*tensors)
     return c_apply(*map(_UNWRAP, tensors))
+
+
+_KEPT_APPLY = _C_APPLY.__get__(None, _Kept) if _FAST_APPLY else None
+
+
+def kept(out, p, q, threads: int, budget: int):
+    """kl (q a batch) or kl_standard_normal (q None) from the extension's Kept `out`: the
+    values, differentiable through the gradients kept with them."""
+    if _KEPT_APPLY is None or _TRANSFORMS():
+        return rowwise("kl" if q is not None else "kl_standard_normal", p, q, threads, budget)
+    pa = p._spec
+    if q is None:
+        return _KEPT_APPLY(out, (pa[0],), _UNWRAP(pa[1]), _UNWRAP(pa[2]))
+    qa = q._spec
+    return _KEPT_APPLY(out, (pa[0], qa[0]), _UNWRAP(pa[1]), _UNWRAP(pa[2]), _UNWRAP(qa[1]),
+                       _UNWRAP(qa[2]))
 
 
 def rowwise(op: str, p, q, threads: int, budget: int):

@@ -58,7 +58,7 @@ CONVERT: int = 3
 
 def kl(p: object, q: object, threads: int, jitter: float, memory_budget: int, torch_path: object | None, for_grad: bool = False) -> object:
     """
-    out[...] = KL(p || q) over the broadcast batch; a Status int when not the library's.
+    out[...] = KL(p || q) over the broadcast batch; a Status int when not the library's, or a Kept (the values and their gradients) for a training step's tensors.
     """
 
 DIVERGENCES: tuple = ...
@@ -69,7 +69,9 @@ def divergence(p: object, q: object, kind: int, alpha: float, threads: int, jitt
     """
 
 def kl_standard_normal(p: object, threads: int, jitter: float, memory_budget: int, torch_path: object | None, for_grad: bool = False) -> object:
-    """out[...] = KL(p || N(0, I)); a Status int when not the library's."""
+    """
+    out[...] = KL(p || N(0, I)); a Status int when not the library's, or a Kept for a training step's tensors.
+    """
 
 def pairwise_kl(p: object, q: object | None, threads: int, jitter: float, tolerance: float, memory_budget: int, torch_path: object | None, for_grad: bool = False) -> object:
     """
@@ -97,6 +99,19 @@ def addresses(spec: object) -> list:
 def kl_backward(p: object, q: object | None, grad: object, needs: object, threads: int) -> object:
     """
     Gradients of sum(grad * kl(p, q)) (q None: N(0, I)) for the arrays flagged in needs, each [*batch, *event]; None for the others.
+    """
+
+class Kept:
+    """
+    A training step's row-wise KL with each row's own gradients, made by kl and kl_standard_normal for tensors that require grad; values: the result.
+    """
+
+    @property
+    def values(self) -> object: ...
+
+def kept_backward(kept: Kept, grad: object) -> object:
+    """
+    The gradients of sum(grad * kept.values) for the arrays of the call that made kept (p's mean and scale, then q's), each [*batch, D]; None for those that did not require grad.
     """
 
 def pairwise_kl_backward(p: object, q: object | None, grad: object, needs: object, threads: int) -> object:

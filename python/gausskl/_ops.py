@@ -7,7 +7,9 @@ time). The extension answers with a status instead when the call is not the libr
 given, and the call then takes that path:
 
 * NEEDS_GRAD: a tensor requires grad; the library computes the values and its gradients
-  (gausskl._autograd);
+  (gausskl._autograd). For kl and kl_standard_normal of diagonal tensors (a training step's VAE
+  term) the extension answers instead with a Kept: the values, and the rows' own gradients made in
+  the same pass, which gausskl._autograd.kept hands to autograd;
 * TORCH_PATH: tensors the library cannot read (CUDA, MPS), or CPU tensors with
   GAUSSKL_FORCE_TORCH_PATH=1 or torch_path=True: torch operations (gausskl._torch_path);
 * CONVERT: arrays to bring to one dtype (or native byte order), or an all-pairs q batch to make
@@ -30,6 +32,7 @@ from gausskl._jitter import Jitter, with_hint
 
 _GAUSSIANS = frozenset(FAMILIES)
 NEEDS_GRAD, TORCH_PATH, CONVERT = _ext.NEEDS_GRAD, _ext.TORCH_PATH, _ext.CONVERT
+_KEPT = _ext.Kept
 
 
 def _as_gaussian(op: str, side: str, x) -> Gaussian:
@@ -96,6 +99,8 @@ class _Request:
         """The result by whichever path the extension's answer `got` names (None: ask it)."""
         if got is None:
             got = self.library()
+        if got.__class__ is _KEPT:  # this path finishes results itself: the autograd path's way
+            got = NEEDS_GRAD
         converted = False
         while got.__class__ is int:
             if got == NEEDS_GRAD:
@@ -336,6 +341,10 @@ def kl(p, q, *, jitter: float = 0.0, memory_budget: int | None = 0, threads: int
         out = _ext.kl(p._spec, q._spec, threads, jitter, memory_budget, torch_path)
     except ValueError as e:
         raise with_hint(e) from None
+    if out.__class__ is _KEPT:
+        if p._namespace is None and q._namespace is None:
+            return _autograd().kept(out, p, q, threads, memory_budget)
+        out = NEEDS_GRAD
     if out.__class__ is int or jitter or p._namespace is not None or q._namespace is not None:
         if out == NEEDS_GRAD and not jitter and p._namespace is None and q._namespace is None:
             return _autograd().rowwise("kl", p, q, threads, memory_budget)
@@ -404,6 +413,10 @@ def kl_standard_normal(p, *, jitter: float = 0.0, memory_budget: int | None = 0,
         out = _ext.kl_standard_normal(p._spec, threads, jitter, memory_budget, torch_path)
     except ValueError as e:
         raise with_hint(e) from None
+    if out.__class__ is _KEPT:
+        if p._namespace is None:
+            return _autograd().kept(out, p, None, threads, memory_budget)
+        out = NEEDS_GRAD
     if out.__class__ is int or jitter or p._namespace is not None:
         if out == NEEDS_GRAD and not jitter and p._namespace is None:
             return _autograd().rowwise("kl_standard_normal", p, None, threads, memory_budget)

@@ -34,6 +34,8 @@ int read_call(nb::handle p, nb::handle q, nb::handle torch_path, bool for_grad, 
   if (!cpu) return kTorchPath;
   if (mixed) return kConvert;
   if (api && forced_torch_path(torch_path)) return kTorchPath;
+  call.dtype = dtype;
+  call.api = api;
   if (api && !for_grad) {
     bool grad = false;
     for (const Side* side : {&call.p, &call.q}) {
@@ -43,8 +45,6 @@ int read_call(nb::handle p, nb::handle q, nb::handle torch_path, bool for_grad, 
     }
     if (grad && grad_enabled()) return kNeedsGrad;
   }
-  call.dtype = dtype;
-  call.api = api;
   return 0;
 }
 

@@ -3,11 +3,16 @@
 // in the shape [*batch, *event] of the call's (broadcast) batch; the package sums them down to
 // the shape of an array that was broadcast.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/unique_ptr.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "arrays.hpp"
@@ -226,7 +231,116 @@ nb::object pairwise_kl_backward_op(nb::handle p, nb::handle q, nb::handle grad, 
   return results_of(call.p, gp, call.has_q ? &call.q : nullptr, &gq);
 }
 
+// ---- a training step's kept gradients ----
+
+// Elements per array above which a training step's forward keeps no gradients (they take 8 bytes
+// each, and the backward computes them again instead): kept, the VAE's 128 x 32 step saves a
+// second pass of exponentials, ~25% of its time (bench/README.md, "The seeds' own sizes"); at 2^20
+// the four arrays of a learned prior hold 32 MiB.
+constexpr std::int64_t kKeptElements = std::int64_t{1} << 20;
+
+// The values of a row-wise call and each row's own gradients (double, [n, d] per wanted array, in
+// the order p.mean, p.scale, q.mean, q.scale), for the call's backward.
+struct Kept {
+  nb::object values;
+  DType dtype = DType::other;
+  const dlpack::ExchangeApi* api = nullptr;
+  Shape batch;  // the result's shape; each gradient is [*batch, d]
+  std::int64_t n = 0, d = 0;
+  int count = 0;  // 2 (against N(0, I)) or 4
+  std::array<std::unique_ptr<double[]>, 4> unit;
+};
+
+// Whether every array of side is a tensor of batch shape `batch`, given by its diagonal.
+bool keepable(const Side& side, const Shape& batch) {
+  if (side.code >= kScaleTril || side.count != 2) return false;
+  for (int k = 0; k < 2; ++k) {
+    Shape own;
+    if (!side.arrays[k].api || !batch_shape(side.arrays[k], 1, own) || !(own == batch)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+nb::object kept_backward_op(Kept& kept, nb::handle grad) {
+  const Array g = read_grad(grad, kept.batch);
+  Shape shape = kept.batch;
+  shape.dims[shape.ndim++] = kept.d;
+  std::array<Result, 4> results;
+  for (int k = 0; k < kept.count; ++k) {
+    if (kept.unit[k]) results[k] = make_result(kept.api, kept.dtype, shape.ndim, shape.dims.data());
+  }
+  with_type(kept.dtype, [&](auto t) {
+    using T = decltype(t);
+    std::vector<T> buffer;
+    const std::span<const T> upstream = contiguous<T>(g, buffer);
+    const auto size = static_cast<std::size_t>(kept.n * kept.d);
+    nb::gil_scoped_release release;
+    for (int k = 0; k < kept.count; ++k) {
+      if (!kept.unit[k]) continue;
+      scale_rows(std::span<const double>(kept.unit[k].get(), size), upstream,
+                 std::span<T>(static_cast<T*>(results[k].data), size));
+    }
+  });
+  nb::tuple out = nb::steal<nb::tuple>(PyTuple_New(kept.count));
+  for (int k = 0; k < kept.count; ++k) {
+    nb::object o = kept.unit[k] ? std::move(results[k].object) : nb::none();
+    PyTuple_SET_ITEM(out.ptr(), k, o.release().ptr());
+  }
+  return out;
+}
+
 }  // namespace
+
+nb::object kept_forward(Call& call, int threads) {
+  const Shape& batch = call.p.batch;
+  if (!keepable(call.p, batch) || (call.has_q && !keepable(call.q, batch))) return nb::none();
+  Layout layout(batch);
+  add_side(layout, call.p);
+  if (call.has_q) add_side(layout, call.q);
+  layout.merge();
+  const std::int64_t n = layout.inner(), d = call.p.arrays[0].shape[call.p.arrays[0].ndim - 1];
+  if (layout.slices() != 1 || d > kKeptElements ||
+      n > kKeptElements / std::max<std::int64_t>(d, 1)) {
+    return nb::none();
+  }
+  auto kept = std::make_unique<Kept>();
+  kept->dtype = call.dtype;
+  kept->api = call.api;
+  kept->batch = batch;
+  kept->n = n;
+  kept->d = d;
+  kept->count = call.has_q ? 4 : 2;
+  const auto size = static_cast<std::size_t>(n * d);
+  const Side* sides[2] = {&call.p, &call.q};
+  for (int k = 0; k < kept->count; ++k) {
+    if (requires_grad(sides[k / 2]->objects[k % 2])) {
+      kept->unit[k] = std::make_unique_for_overwrite<double[]>(std::max<std::size_t>(size, 1));
+    }
+  }
+  const auto span = [&](int k) {
+    return kept->unit[k] ? std::span<double>(kept->unit[k].get(), size) : std::span<double>();
+  };
+  Result values = make_result(call.api, call.dtype, batch.ndim, batch.dims.data());
+  Jittered unused;
+  const Options options = options_of(threads, 0, 0, 0, false, unused);
+  with_type(call.dtype, [&](auto t) {
+    using T = decltype(t);
+    const std::span<T> out(static_cast<T*>(values.data), static_cast<std::size_t>(n));
+    nb::gil_scoped_release release;
+    if (call.has_q) {
+      kl_with_gradients(view_of<T>(call.p, layout, 0, n), view_of<T>(call.q, layout, 0, n), out,
+                        Gradients<double>{span(0), span(1)}, Gradients<double>{span(2), span(3)},
+                        options);
+    } else {
+      kl_standard_normal_with_gradients(view_of<T>(call.p, layout, 0, n), out,
+                                        Gradients<double>{span(0), span(1)}, options);
+    }
+  });
+  kept->values = std::move(values.object);
+  return nb::cast(std::move(kept));
+}
 
 void bind_gradients(nb::module_& m) {
   using nb::arg;
@@ -234,6 +348,21 @@ void bind_gradients(nb::module_& m) {
         arg("threads"),
         "Gradients of sum(grad * kl(p, q)) (q None: N(0, I)) for the arrays flagged in needs, "
         "each [*batch, *event]; None for the others.");
+  // A Kept lives in a torch autograd graph (its node's context), which a program may still hold
+  // when the interpreter exits, after nanobind's check for instances still alive: a leak warning
+  // there would be noise in the users' programs.
+  nb::set_leak_warnings(false);
+  nb::class_<Kept>(m, "Kept",
+                   "A training step's row-wise KL with each row's own gradients, made by kl and "
+                   "kl_standard_normal for tensors that require grad.")
+      .def(
+          "take_values", [](Kept& k) { return std::exchange(k.values, nb::none()); },
+          "The result, handed over once: the result's autograd node holds the Kept, which then "
+          "holds no reference back to it (a cycle only the garbage collector would free, with "
+          "the kept gradients).");
+  m.def("kept_backward", &kept_backward_op, arg("kept"), arg("grad"),
+        "The gradients of sum(grad * kept.values) for the arrays of the call that made kept (p's "
+        "mean and scale, then q's), each [*batch, D]; None for those that did not require grad.");
   m.def("pairwise_kl_backward", &pairwise_kl_backward_op, arg("p"), arg("q").none(), arg("grad"),
         arg("needs"), arg("threads"),
         "Gradients of sum(grad * pairwise_kl(p, q)) (q None: q = p) for the arrays flagged in "

@@ -65,10 +65,22 @@ Options divergence_options(int kind, double alpha, int threads, double jitter, s
   return options;
 }
 
+// The Status of a call that read_call stopped, or the training step's Kept object where the call
+// is one (kept_forward): no jitter, no memory budget (the kept gradients are not counted in it).
+nb::object stopped(int status, Call& call, int threads, double jitter, std::int64_t budget) {
+  if (status == kNeedsGrad && jitter == 0 && budget == 0) {
+    nb::object kept = kept_forward(call, threads);
+    if (!kept.is_none()) return kept;
+  }
+  return nb::int_(status);
+}
+
 nb::object kl_op(nb::handle p, nb::handle q, int threads, double jitter, std::int64_t budget,
                  nb::handle torch_path, bool for_grad) {
   Call call;
-  if (const int status = read_call(p, q, torch_path, for_grad, call)) return nb::int_(status);
+  if (const int status = read_call(p, q, torch_path, for_grad, call)) {
+    return stopped(status, call, threads, jitter, budget);
+  }
   Shape shape;
   if (!broadcast(call.p.batch, call.q.batch, shape)) batches_do_not_broadcast("kl", call, threads);
   Layout layout(shape);
@@ -125,7 +137,7 @@ nb::object kl_standard_normal_op(nb::handle p, int threads, double jitter, std::
                                  nb::handle torch_path, bool for_grad) {
   Call call;
   if (const int status = read_call(p, nb::none(), torch_path, for_grad, call)) {
-    return nb::int_(status);
+    return stopped(status, call, threads, jitter, budget);
   }
   const Shape& shape = call.p.batch;
   Layout layout(shape);
@@ -371,7 +383,8 @@ void bind_ops(nb::module_& m) {
   m.attr("CONVERT") = static_cast<int>(kConvert);
   m.def("kl", &kl_op, arg("p"), arg("q"), arg("threads"), arg("jitter"), arg("memory_budget"),
         arg("torch_path").none(), arg("for_grad") = false,
-        "out[...] = KL(p || q) over the broadcast batch; a Status int when not the library's.");
+        "out[...] = KL(p || q) over the broadcast batch; a Status int when not the library's, or "
+        "a Kept (the values and their gradients) for a training step's tensors.");
   nb::list divergence_names;
   for (const char* name : gausskl::divergence_names)
     divergence_names.append(name);
@@ -382,7 +395,8 @@ void bind_ops(nb::module_& m) {
         "Status int when not the library's.");
   m.def("kl_standard_normal", &kl_standard_normal_op, arg("p"), arg("threads"), arg("jitter"),
         arg("memory_budget"), arg("torch_path").none(), arg("for_grad") = false,
-        "out[...] = KL(p || N(0, I)); a Status int when not the library's.");
+        "out[...] = KL(p || N(0, I)); a Status int when not the library's, or a Kept for a "
+        "training step's tensors.");
   m.def("pairwise_kl", &pairwise_kl_op, arg("p"), arg("q").none(), arg("threads"), arg("jitter"),
         arg("tolerance"), arg("memory_budget"), arg("torch_path").none(), arg("for_grad") = false,
         "out[i..., j...] = KL(p_i || q_j); q None: q = p. A Status int when not the library's.");

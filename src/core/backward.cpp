@@ -50,9 +50,9 @@ std::int64_t scale_elements(const Gaussians<T>& g) {
   return full.scale.shape[0] * full.scale.shape[1] * full.scale.shape[2];
 }
 
-template <class T>
+template <class T, class S>
 void check_gradients(const char* op, const char* side, const Gaussians<T>& g,
-                     const Gradients<T>& grads) {
+                     const Gradients<S>& grads) {
   const auto check = [&](const char* role, std::size_t got, std::int64_t expected) {
     if (got != 0 && static_cast<std::int64_t>(got) != expected) {
       fail(op, std::string("the gradient of ") + side + "." + role + " has " + show(got) +
@@ -122,6 +122,59 @@ void kl_standard_normal_backward_impl(const Gaussians<T>& p, std::span<const T> 
   });
 }
 
+// kl (q a batch) or kl_standard_normal (q null) with each row's own gradients.
+template <class T>
+void with_gradients_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::span<T> out,
+                         const Gradients<double>& dp, const Gradients<double>& dq,
+                         const Options& options) {
+  const char* op = q ? "kl" : "kl_standard_normal";
+  check_options(op, options);
+  detail::require_kl(op, options);
+  const std::int64_t rows = q ? std::max(p.n(), q->n()) : p.n();
+  const int workers = detail::plan_rowwise(p, q, rows, options).workers;
+  detail::validate(op, "p", p, workers);
+  if (q) {
+    detail::validate(op, "q", *q, workers);
+    detail::validate_same_d(op, p, *q);
+  }
+  const std::int64_t n = q ? detail::broadcast_rows(op, p, *q) : p.n();
+  if (static_cast<std::int64_t>(out.size()) != n) {
+    fail(op, "out has " + show(out.size()) + " elements, expected " + show(n));
+  }
+  const auto* pd = std::get_if<DiagGaussians<T>>(&p.variant());
+  const auto* qd = q ? std::get_if<DiagGaussians<T>>(&q->variant()) : nullptr;
+  if (!pd || (q && !qd)) {
+    fail(op,
+         "the values with their gradients take diagonal batches; take kl and then "
+         "kl_backward for other families");
+  }
+  if (q && p.n() != q->n()) {
+    fail(op, "the values with their gradients take p and q of the same N (" + show(p.n()) +
+                 " and " + show(q->n()) +
+                 " here); take kl and then kl_backward to pair one "
+                 "distribution with every row");
+  }
+  check_gradients(op, "p", p, dp);
+  if (q) check_gradients(op, "q", *q, dq);
+  run_backend(op, n, p.d(),
+              [&] { cpu::kl_rowwise_with_gradients(*pd, qd, n, out.data(), dp, dq, workers); });
+}
+
+template <class T>
+void scale_rows_impl(std::span<const double> unit, std::span<const T> grad, std::span<T> dst) {
+  const char* op = "scale_rows";
+  const auto n = static_cast<std::int64_t>(grad.size());
+  const auto size = static_cast<std::int64_t>(unit.size());
+  if (n == 0 ? size != 0 : size % n != 0) {
+    fail(op, "unit has " + show(unit.size()) + " elements, not rows of grad's " + show(n));
+  }
+  if (dst.size() != unit.size()) {
+    fail(op,
+         "dst has " + show(dst.size()) + " elements, expected " + show(unit.size()) + " (as unit)");
+  }
+  if (n > 0) cpu::scale_rows(unit.data(), n, size / n, grad.data(), dst.data());
+}
+
 // grad: [N, M] values, or none with sum_grad the one value of every pair
 // (pairwise_kl_sum_backward).
 template <class T>
@@ -184,6 +237,18 @@ void pairwise_backward_impl(const Gaussians<T>& p, const Gaussians<T>* q,
   void pairwise_kl_sum_backward(const Gaussians<T>& p, T grad, const Gradients<T>& dp,             \
                                 const Options& options) {                                          \
     pairwise_backward_impl<T>(p, nullptr, std::nullopt, grad, dp, Gradients<T>{}, options);        \
+  }                                                                                                \
+  void kl_with_gradients(const Gaussians<T>& p, const Gaussians<T>& q, std::span<T> out,           \
+                         const Gradients<double>& dp, const Gradients<double>& dq,                 \
+                         const Options& options) {                                                 \
+    with_gradients_impl(p, &q, out, dp, dq, options);                                              \
+  }                                                                                                \
+  void kl_standard_normal_with_gradients(const Gaussians<T>& p, std::span<T> out,                  \
+                                         const Gradients<double>& dp, const Options& options) {    \
+    with_gradients_impl<T>(p, nullptr, out, dp, Gradients<double>{}, options);                     \
+  }                                                                                                \
+  void scale_rows(std::span<const double> unit, std::span<const T> grad, std::span<T> dst) {       \
+    scale_rows_impl(unit, grad, dst);                                                              \
   }
 GAUSSKL_DEFINE(float)
 GAUSSKL_DEFINE(double)

@@ -18,6 +18,18 @@ void kl_rowwise_backward(const Gaussians<T>& p, const Gaussians<T>* q, std::int6
                          const T* grad, const Gradients<T>& dp, const Gradients<T>& dq,
                          int workers);
 
+// Row-wise values with each row's own gradients (grad = 1) in double: diagonal p and q (or
+// q == nullptr, N(0, I)), each with n rows. Empty spans are not written.
+template <class T>
+void kl_rowwise_with_gradients(const DiagGaussians<T>& p, const DiagGaussians<T>* q, std::int64_t n,
+                               T* out, const Gradients<double>& dp, const Gradients<double>& dq,
+                               int workers);
+
+// dst[i * row_size + k] = grad[i] * unit[i * row_size + k] for i < rows, each product in double.
+template <class T>
+void scale_rows(const double* unit, std::int64_t rows, std::int64_t row_size, const T* grad,
+                T* dst) noexcept;
+
 // The workers of the all-pairs backward's two paths (diag_pairs_backward/front.cpp): the closed
 // forms of a grad with one value at every pair, or the GEMM forms; which one runs depends on the
 // grad's values, so the plan sizes both.

@@ -145,6 +145,56 @@ void kl_rowwise_backward(const Gaussians<T>& p, const Gaussians<T>* q, std::int6
   }
 }
 
+template <class T>
+void kl_rowwise_with_gradients(const DiagGaussians<T>& p, const DiagGaussians<T>* q, std::int64_t n,
+                               T* out, const Gradients<double>& dp, const Gradients<double>& dq,
+                               int workers) {
+  const auto sink = [](std::span<double> s) {
+    GradSink<double> g;
+    g.rows = s.empty() ? nullptr : s.data();
+    return g;
+  };
+  const SideSinks<double> sp{sink(dp.mean), sink(dp.scale)}, sq{sink(dq.mean), sink(dq.scale)};
+  // Values through a block of doubles per chunk, converted as each chunk is done.
+  const auto rows = [&](std::int64_t lo, std::int64_t hi) {
+    double block[kRowwiseBackwardDiagChunk];
+    for (std::int64_t b = lo; b < hi; b += kRowwiseBackwardDiagChunk) {
+      const std::int64_t e = std::min(hi, b + kRowwiseBackwardDiagChunk);
+      rowwise_diag_with_gradients(p, q, b, e, block, sp, sq);
+      std::transform(block, block + (e - b), out + b, [](double x) { return static_cast<T>(x); });
+    }
+  };
+  if (workers <= 1) {  // no std::function, no thread
+    rows(0, n);
+    return;
+  }
+  parallel_for(n, workers, [&](int, std::int64_t lo, std::int64_t hi) { rows(lo, hi); });
+}
+
+template <class T>
+void scale_rows(const double* unit, std::int64_t rows, std::int64_t row_size, const T* grad,
+                T* dst) noexcept {
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const double g = static_cast<double>(grad[i]);
+    const double* from = unit + i * row_size;
+    T* to = dst + i * row_size;
+    for (std::int64_t k = 0; k < row_size; ++k)
+      to[k] = static_cast<T>(g * from[k]);
+  }
+}
+
+template void kl_rowwise_with_gradients<float>(const DiagGaussians<float>&,
+                                               const DiagGaussians<float>*, std::int64_t, float*,
+                                               const Gradients<double>&, const Gradients<double>&,
+                                               int);
+template void kl_rowwise_with_gradients<double>(const DiagGaussians<double>&,
+                                                const DiagGaussians<double>*, std::int64_t, double*,
+                                                const Gradients<double>&, const Gradients<double>&,
+                                                int);
+template void scale_rows<float>(const double*, std::int64_t, std::int64_t, const float*,
+                                float*) noexcept;
+template void scale_rows<double>(const double*, std::int64_t, std::int64_t, const double*,
+                                 double*) noexcept;
 template void kl_rowwise_backward<float>(const Gaussians<float>&, const Gaussians<float>*,
                                          std::int64_t, const float*, const Gradients<float>&,
                                          const Gradients<float>&, int);

@@ -259,9 +259,11 @@ constexpr T Neutral(DiagParam param) {
   return param == DiagParam::logvar ? T(0) : T(1);
 }
 
-template <Pairing kPairing, bool kPScale, bool kQScale, DiagParam kStandardP, class T>
+// grad == nullptr: every row's weight is 1 (the rows' own gradients). S: the sinks' type, T or
+// double.
+template <Pairing kPairing, bool kPScale, bool kQScale, DiagParam kStandardP, class T, class S>
 void RowsOf(const DiagGaussians<T>& p, const DiagGaussians<T>* q, std::int64_t lo, std::int64_t hi,
-            const T* HWY_RESTRICT grad, const SideSinks<T>& sp, const SideSinks<T>& sq) {
+            const T* HWY_RESTRICT grad, const SideSinks<S>& sp, const SideSinks<S>& sq) {
   const DD d;
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
   const std::int64_t dims = p.mean.shape[1];
@@ -272,14 +274,14 @@ void RowsOf(const DiagGaussians<T>& p, const DiagGaussians<T>* q, std::int64_t l
   const T p_pad = Neutral<T>(pp), q_pad = Neutral<T>(qp);
   // Rows read and written in place (every parameter contiguous along h, every wanted gradient
   // per row): whole vectors go through a loop with no per-vector branch on layout or sink.
-  const auto in_place = [](const View<T, 2>& a, const GradSink<T>& sink) {
+  const auto in_place = [](const View<T, 2>& a, const GradSink<S>& sink) {
     return a.strides[1] == 1 && sink.sum == nullptr;
   };
   const bool direct = in_place(p.mean, sp.mean) && in_place(p.scale, sp.scale) &&
                       (kStandard || (in_place(q->mean, sq.mean) && in_place(q->scale, sq.scale)));
   const std::int64_t whole = direct ? dims / lanes * lanes : 0;
   for (std::int64_t i = lo; i < hi; ++i) {
-    const VD g = hn::Set(d, static_cast<double>(grad[i]));
+    const VD g = hn::Set(d, grad ? static_cast<double>(grad[i]) : 1.0);
     const VD gh = hn::Mul(g, hn::Set(d, 0.5));
     const std::int64_t ip = p_once ? 0 : i, iq = q_once ? 0 : i;
     const T* p_mean_row = p.mean.data + ip * p.mean.strides[0];
@@ -309,7 +311,7 @@ void RowsOf(const DiagGaussians<T>& p, const DiagGaussians<T>* q, std::int64_t l
     std::int64_t h = 0;
     for (; h < whole; h += lanes) {
       vector_of([&](const T* x, std::int64_t, T) { return LoadWide(d, x + h); },
-                [&](const GradSink<T>& sink, std::int64_t row, VD v) {
+                [&](const GradSink<S>& sink, std::int64_t row, VD v) {
                   StoreWide(d, v, sink.rows + row + h);
                 });
     }
@@ -317,14 +319,14 @@ void RowsOf(const DiagGaussians<T>& p, const DiagGaussians<T>* q, std::int64_t l
       const std::int64_t count = std::min(lanes, dims - h);
       vector_of(
           [&](const T* x, std::int64_t stride, T pad) { return Load(d, x, stride, h, count, pad); },
-          [&](const GradSink<T>& sink, std::int64_t row, VD v) { Put(d, sink, row, h, count, v); });
+          [&](const GradSink<S>& sink, std::int64_t row, VD v) { Put(d, sink, row, h, count, v); });
     }
   }
 }
 
-template <Pairing kPairing, DiagParam kStandardP = DiagParam::logvar, class T>
+template <Pairing kPairing, DiagParam kStandardP = DiagParam::logvar, class T, class S>
 void RowsWanted(const DiagGaussians<T>& p, const DiagGaussians<T>* q, std::int64_t lo,
-                std::int64_t hi, const T* grad, const SideSinks<T>& sp, const SideSinks<T>& sq) {
+                std::int64_t hi, const T* grad, const SideSinks<S>& sp, const SideSinks<S>& sq) {
   const bool p_scale = sp.scale.wanted();
   const bool q_scale = kPairing != Pairing::standard && sq.scale.wanted();
   if (p_scale && q_scale) {
@@ -335,9 +337,9 @@ void RowsWanted(const DiagGaussians<T>& p, const DiagGaussians<T>* q, std::int64
   RowsOf<kPairing, false, false, kStandardP>(p, q, lo, hi, grad, sp, sq);
 }
 
-template <class T>
+template <class T, class S>
 void Rows(const DiagGaussians<T>& p, const DiagGaussians<T>* q, std::int64_t lo, std::int64_t hi,
-          const T* grad, const SideSinks<T>& sp, const SideSinks<T>& sq) noexcept {
+          const T* grad, const SideSinks<S>& sp, const SideSinks<S>& sq) noexcept {
   if (!q) {
     constexpr Pairing kS = Pairing::standard;
     switch (p.param) {
@@ -358,6 +360,125 @@ void Rows(const DiagGaussians<T>& p, const DiagGaussians<T>* q, std::int64_t lo,
     return RowsWanted<Pairing::same>(p, q, lo, hi, grad, sp, sq);
   }
   RowsWanted<Pairing::mixed>(p, q, lo, hi, grad, sp, sq);
+}
+
+// ---- Values with their rows' own gradients (rowwise_diag_with_gradients) ----
+
+// The KL term of one vector of h (as the forward kernel's StandardLogvar and LogvarPair give it)
+// and its gradients for grad = 1 (as Gradients above gives them), p and q both logvar (kStandard:
+// q = N(0, I)). e^r - 1 - r and e^r - 1 come from one split of r: the exponentials the value
+// needs are those the gradients need.
+template <bool kStandard>
+HWY_INLINE VD LogvarTermAndGradients(DD d, VD mu, VD xp, VD nu, VD xq, Lanes& grads) {
+  namespace fwd = rowwise_diag_detail;
+  const VD one = hn::Set(d, 1.0), half = hn::Set(d, 0.5);
+  const VD r = kStandard ? xp : hn::Sub(xp, xq);
+  VD f, e;
+  if (!kStandard && HWY_UNLIKELY(!hn::AllFalse(d, hn::Gt(r, hn::Set(d, fwd::kExpm1Max))))) {
+    f = fwd::Expm1MinusX(d, r);  // past e^700: libm per lane, as both kernels do
+    e = Expm1(d, r);
+  } else {
+    // A validated logvar is within +-691, so N(0, I)'s r needs no clamp (nor does the forward's).
+    const fwd::Split sp = fwd::ExpSplit(d, kStandard ? r : hn::Max(r, hn::Set(d, fwd::kExpMin)));
+    const VD x2 = hn::Mul(sp.x, sp.x), poly = fwd::ExpPoly(d, sp.x);
+    f = hn::MulAdd(sp.s, hn::Mul(x2, poly), hn::MulSub(sp.s, hn::Add(sp.x, one), hn::Add(r, one)));
+    e = hn::MulAdd(sp.s, hn::MulAdd(x2, poly, sp.x), hn::Sub(sp.s, one));
+  }
+  grads.p_scale = hn::Mul(e, half);
+  if constexpr (kStandard) {
+    grads.mean = mu;
+    return hn::MulAdd(mu, mu, f);
+  } else {
+    const VD diff = hn::Sub(mu, nu);
+    const VD lam = fwd::ExpOf<true>(d, xq);
+    const VD m = hn::Mul(diff, lam);
+    grads.mean = m;
+    grads.q_scale = hn::Mul(hn::MulAdd(diff, m, e), hn::Neg(half));
+    return hn::MulAdd(hn::Mul(diff, diff), lam, f);
+  }
+}
+
+// Rows lo <= i < hi, p and q both logvar, every array with a row per i and contiguous along h: KL
+// into out[i - lo], summed as the forward kernel sums (per lane in h order, then SumRows per group
+// of rows), and the wanted gradients into their sinks' rows.
+template <bool kStandard, class T>
+void LogvarRowsWithGradients(const DiagGaussians<T>& p, const DiagGaussians<T>* q, std::int64_t lo,
+                             std::int64_t hi, double* HWY_RESTRICT out, const SideSinks<double>& sp,
+                             const SideSinks<double>& sq) {
+  namespace fwd = rowwise_diag_detail;
+  const DD d;
+  constexpr std::int64_t kLanes = hn::MaxLanes(DD());
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  const std::int64_t dims = p.mean.shape[1], whole = dims / lanes * lanes;
+  const auto tail = static_cast<std::size_t>(dims - whole);
+  double* const sinks[4] = {sp.mean.rows, sp.scale.rows, sq.mean.rows, sq.scale.rows};
+  HWY_ALIGN double acc[kLanes * kLanes];
+  HWY_ALIGN double sums[kLanes];
+  HWY_ALIGN double buf[kLanes];
+  for (std::int64_t i0 = lo; i0 < hi; i0 += lanes) {
+    const std::int64_t rows = std::min(lanes, hi - i0);
+    for (std::int64_t r = 0; r < lanes; ++r) {
+      VD a = hn::Zero(d);
+      if (r < rows) {
+        const std::int64_t i = i0 + r;
+        const T* pm = p.mean.data + i * p.mean.strides[0];
+        const T* ps = p.scale.data + i * p.scale.strides[0];
+        const T* qm = kStandard ? nullptr : q->mean.data + i * q->mean.strides[0];
+        const T* qs = kStandard ? nullptr : q->scale.data + i * q->scale.strides[0];
+        const auto put = [&](const Lanes& g, std::int64_t h, std::size_t count) {
+          const VD v[4] = {g.mean, g.p_scale, hn::Neg(g.mean), g.q_scale};
+          for (int k = 0; k < (kStandard ? 2 : 4); ++k) {
+            if (!sinks[k]) continue;
+            double* dst = sinks[k] + i * dims + h;
+            if (count == static_cast<std::size_t>(lanes)) {
+              hn::StoreU(v[k], d, dst);
+            } else {
+              hn::Store(v[k], d, buf);
+              std::copy(buf, buf + count, dst);
+            }
+          }
+        };
+        Lanes g;
+        for (std::int64_t h = 0; h < whole; h += lanes) {
+          const VD mu = LoadWide(d, pm + h), xp = LoadWide(d, ps + h);
+          const VD nu = kStandard ? mu : LoadWide(d, qm + h);
+          const VD xq = kStandard ? xp : LoadWide(d, qs + h);
+          a = hn::Add(a, LogvarTermAndGradients<kStandard>(d, mu, xp, nu, xq, g));
+          put(g, h, static_cast<std::size_t>(lanes));
+        }
+        if (tail) {  // lanes past the row: mean 0, logvar 0, whose terms and gradients are 0
+          const VD mu = fwd::LoadTail(d, pm + whole, tail, 0.0);
+          const VD xp = fwd::LoadTail(d, ps + whole, tail, 0.0);
+          const VD nu = kStandard ? mu : fwd::LoadTail(d, qm + whole, tail, 0.0);
+          const VD xq = kStandard ? xp : fwd::LoadTail(d, qs + whole, tail, 0.0);
+          a = hn::Add(a, LogvarTermAndGradients<kStandard>(d, mu, xp, nu, xq, g));
+          put(g, whole, tail);
+        }
+      }
+      hn::Store(a, d, acc + r * lanes);
+    }
+    const VD half = hn::Mul(hn::Max(fwd::SumRows(d, acc), hn::Zero(d)), hn::Set(d, 0.5));
+    hn::Store(half, d, sums);
+    std::copy(sums, sums + rows, out + (i0 - lo));
+  }
+}
+
+// Rows lo <= i < hi of rowwise_diag_with_gradients: one pass where p and q are both logvar and
+// contiguous along h (the VAE's and a learned prior's case), else the forward kernel's rows and
+// then this kernel's with every weight 1.
+template <class T>
+void RowsWithGradients(const DiagGaussians<T>& p, const DiagGaussians<T>* q, std::int64_t lo,
+                       std::int64_t hi, double* out, const SideSinks<double>& sp,
+                       const SideSinks<double>& sq) noexcept {
+  const auto logvar_rows = [](const DiagGaussians<T>& g) {
+    return g.param == DiagParam::logvar && g.mean.strides[1] == 1 && g.scale.strides[1] == 1;
+  };
+  if (logvar_rows(p) && (!q || logvar_rows(*q))) {
+    if (q) return LogvarRowsWithGradients<false>(p, q, lo, hi, out, sp, sq);
+    return LogvarRowsWithGradients<true>(p, q, lo, hi, out, sp, sq);
+  }
+  rowwise_diag_detail::Rows<T>(p, q, lo, hi, out);
+  Rows<T, double>(p, q, lo, hi, nullptr, sp, sq);
 }
 
 }  // namespace rowwise_diag_backward_detail

@@ -23,6 +23,16 @@ void DiagBackwardF64(const DiagGaussians<double>& p, const DiagGaussians<double>
                      const SideSinks<double>& sp, const SideSinks<double>& sq) {
   rowwise_diag_backward_detail::Rows<double>(p, q, lo, hi, grad, sp, sq);
 }
+void DiagWithGradientsF32(const DiagGaussians<float>& p, const DiagGaussians<float>* q,
+                          std::int64_t lo, std::int64_t hi, double* out,
+                          const SideSinks<double>& sp, const SideSinks<double>& sq) {
+  rowwise_diag_backward_detail::RowsWithGradients<float>(p, q, lo, hi, out, sp, sq);
+}
+void DiagWithGradientsF64(const DiagGaussians<double>& p, const DiagGaussians<double>* q,
+                          std::int64_t lo, std::int64_t hi, double* out,
+                          const SideSinks<double>& sp, const SideSinks<double>& sq) {
+  rowwise_diag_backward_detail::RowsWithGradients<double>(p, q, lo, hi, out, sp, sq);
+}
 const char* DiagBackwardTargetName() {
   return hwy::TargetName(HWY_TARGET);
 }
@@ -35,6 +45,8 @@ namespace gausskl::cpu {
 
 HWY_EXPORT(DiagBackwardF32);
 HWY_EXPORT(DiagBackwardF64);
+HWY_EXPORT(DiagWithGradientsF32);
+HWY_EXPORT(DiagWithGradientsF64);
 HWY_EXPORT(DiagBackwardTargetName);
 
 template <>
@@ -49,6 +61,20 @@ void rowwise_diag_backward<double>(const DiagGaussians<double>& p, const DiagGau
                                    const SideSinks<double>& sp,
                                    const SideSinks<double>& sq) noexcept {
   HWY_DYNAMIC_DISPATCH(DiagBackwardF64)(p, q, lo, hi, grad, sp, sq);
+}
+template <>
+void rowwise_diag_with_gradients<float>(const DiagGaussians<float>& p,
+                                        const DiagGaussians<float>* q, std::int64_t lo,
+                                        std::int64_t hi, double* out, const SideSinks<double>& sp,
+                                        const SideSinks<double>& sq) noexcept {
+  HWY_DYNAMIC_DISPATCH(DiagWithGradientsF32)(p, q, lo, hi, out, sp, sq);
+}
+template <>
+void rowwise_diag_with_gradients<double>(const DiagGaussians<double>& p,
+                                         const DiagGaussians<double>* q, std::int64_t lo,
+                                         std::int64_t hi, double* out, const SideSinks<double>& sp,
+                                         const SideSinks<double>& sq) noexcept {
+  HWY_DYNAMIC_DISPATCH(DiagWithGradientsF64)(p, q, lo, hi, out, sp, sq);
 }
 const char* rowwise_diag_backward_target() noexcept {
   return HWY_DYNAMIC_DISPATCH(DiagBackwardTargetName)();
