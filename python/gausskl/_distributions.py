@@ -234,8 +234,9 @@ class DiagGaussian(Gaussian):
             kind = _NATIVE.get(mean.__class__)
             if kind is not None and scale.__class__ is mean.__class__:
                 ms = mean.shape
-                if (ms and ms == scale.shape and not _arrays.is_complex(mean)
-                        and not _arrays.is_complex(scale)):
+                if ms and ms == scale.shape and not (
+                        mean.is_complex() or scale.is_complex() if kind == _arrays.TORCH
+                        else mean.dtype.kind == "c" or scale.dtype.kind == "c"):
                     self._set("DiagGaussian", (mean, scale), param, CODES[param], ms[:-1], None,
                               kind == _arrays.TORCH)
                     return
