@@ -103,15 +103,17 @@ def kl_backward(p: object, q: object | None, grad: object, needs: object, thread
 
 class Kept:
     """
-    A training step's row-wise KL with each row's own gradients, made by kl and kl_standard_normal for tensors that require grad; values: the result.
+    A training step's row-wise KL with each row's own gradients, made by kl and kl_standard_normal for tensors that require grad.
     """
 
-    @property
-    def values(self) -> object: ...
+    def take_values(self) -> object:
+        """
+        The result, handed over once: the result's autograd node holds the Kept, which then holds no reference back to it (a cycle only the garbage collector would free, with the kept gradients).
+        """
 
 def kept_backward(kept: Kept, grad: object) -> object:
     """
-    The gradients of sum(grad * kept.values) for the arrays of the call that made kept (p's mean and scale, then q's), each [*batch, D]; None for those that did not require grad.
+    The gradients of sum(grad * values), values the result of the call that made kept, for its arrays (p's mean and scale, then q's), each [*batch, D]; None for those that did not require grad.
     """
 
 def pairwise_kl_backward(p: object, q: object | None, grad: object, needs: object, threads: int) -> object:

@@ -361,8 +361,9 @@ void bind_gradients(nb::module_& m) {
           "holds no reference back to it (a cycle only the garbage collector would free, with "
           "the kept gradients).");
   m.def("kept_backward", &kept_backward_op, arg("kept"), arg("grad"),
-        "The gradients of sum(grad * kept.values) for the arrays of the call that made kept (p's "
-        "mean and scale, then q's), each [*batch, D]; None for those that did not require grad.");
+        "The gradients of sum(grad * values), values the result of the call that made kept, for "
+        "its arrays (p's mean and scale, then q's), each [*batch, D]; None for those that did not "
+        "require grad.");
   m.def("pairwise_kl_backward", &pairwise_kl_backward_op, arg("p"), arg("q").none(), arg("grad"),
         arg("needs"), arg("threads"),
         "Gradients of sum(grad * pairwise_kl(p, q)) (q None: q = p) for the arrays flagged in "
