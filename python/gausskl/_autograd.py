@@ -276,7 +276,6 @@ def _step(key):
         def library_grads(t, grad, flags):
             return _ext.kl_backward((pc, t[0], t[1]), (qc, t[2], t[3]), grad, flags, threads)
 
-
     class Step(torch.autograd.Function):
         @staticmethod
         def forward(ctx, *tensors):
