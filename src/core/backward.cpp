@@ -16,6 +16,7 @@
 namespace gausskl {
 namespace {
 
+using detail::check_size;
 using detail::fail;
 using detail::show;
 
@@ -63,12 +64,6 @@ void check_gradients(const char* op, const char* side, const Gaussians<T>& g,
   check("scale", grads.scale.size(), scale_elements(g));
 }
 
-void check_grad(const char* op, std::size_t got, std::int64_t expected) {
-  if (static_cast<std::int64_t>(got) != expected) {
-    fail(op, "grad has " + show(got) + " elements, expected " + show(expected));
-  }
-}
-
 template <class F>
 void run_backend(const char* op, std::int64_t n, std::int64_t d, F&& f) {
   try {
@@ -92,7 +87,7 @@ void kl_backward_impl(const Gaussians<T>& p, const Gaussians<T>& q, std::span<co
   detail::validate(op, "q", q, workers);
   detail::validate_same_d(op, p, q);
   const std::int64_t n = detail::broadcast_rows(op, p, q);
-  check_grad(op, grad.size(), n);
+  check_size(op, "grad", grad.size(), n);
   check_supported(op, "p", p);
   check_supported(op, "q", q);
   if (p.variant().index() != q.variant().index()) {
@@ -114,7 +109,7 @@ void kl_standard_normal_backward_impl(const Gaussians<T>& p, std::span<const T> 
   const Gaussians<T>* const standard = nullptr;  // q = N(0, I)
   const int workers = detail::plan_rowwise(p, standard, p.n(), options).workers;
   detail::validate(op, "p", p, workers);
-  check_grad(op, grad.size(), p.n());
+  check_size(op, "grad", grad.size(), p.n());
   check_supported(op, "p", p);
   check_gradients(op, "p", p, dp);
   run_backend(op, p.n(), p.d(), [&] {
@@ -138,9 +133,7 @@ void with_gradients_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::span
     detail::validate_same_d(op, p, *q);
   }
   const std::int64_t n = q ? detail::broadcast_rows(op, p, *q) : p.n();
-  if (static_cast<std::int64_t>(out.size()) != n) {
-    fail(op, "out has " + show(out.size()) + " elements, expected " + show(n));
-  }
+  check_size(op, "out", out.size(), n);
   const auto* pd = std::get_if<DiagGaussians<T>>(&p.variant());
   const auto* qd = q ? std::get_if<DiagGaussians<T>>(&q->variant()) : nullptr;
   if (!pd || (q && !qd)) {
@@ -193,7 +186,7 @@ void pairwise_backward_impl(const Gaussians<T>& p, const Gaussians<T>* q,
     detail::validate_same_d(op, p, *q);
   }
   const std::int64_t m = q ? q->n() : p.n();
-  if (grad) check_grad(op, grad->size(), detail::checked_mul(op, p.n(), m, "N * M"));
+  if (grad) check_size(op, "grad", grad->size(), detail::checked_mul(op, p.n(), m, "N * M"));
   const auto* pd = std::get_if<DiagGaussians<T>>(&p.variant());
   const auto* qd = q ? std::get_if<DiagGaussians<T>>(&q->variant()) : pd;
   if (!pd || !qd) {

@@ -28,6 +28,7 @@
 namespace gausskl {
 namespace {
 
+using detail::check_size;
 using detail::fail;
 using detail::show;
 
@@ -36,12 +37,6 @@ void report_jitter(const Options& options, const cpu::Jitter& jitter) {
   if (!options.on_jitter) return;
   if (const std::int64_t n = jitter.p.load()) options.on_jitter("p", n);
   if (const std::int64_t n = jitter.q.load()) options.on_jitter("q", n);
-}
-
-void check_size(const char* op, const char* name, std::size_t got, std::int64_t expected) {
-  if (static_cast<std::int64_t>(got) != expected) {
-    fail(op, std::string(name) + " has " + show(got) + " elements, expected " + show(expected));
-  }
 }
 
 template <class T>

@@ -579,6 +579,12 @@ std::int64_t broadcast_rows(const char* op, const Gaussians<T>& p, const Gaussia
   fail(op, rules::text(Rule::rows, {{"p", show(p.n())}, {"q", show(q.n())}}));
 }
 
+void check_size(const char* op, const char* name, std::size_t got, std::int64_t expected) {
+  if (static_cast<std::int64_t>(got) != expected) {
+    fail(op, std::string(name) + " has " + show(got) + " elements, expected " + show(expected));
+  }
+}
+
 #define GAUSSKL_INSTANTIATE(T)                                                             \
   template void validate<T>(const char*, const char*, const Gaussians<T>&, int);           \
   template void validate_same_d<T>(const char*, const Gaussians<T>&, const Gaussians<T>&); \

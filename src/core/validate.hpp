@@ -2,6 +2,7 @@
 // Every failure throws std::invalid_argument "[op] what, where".
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "gausskl/types.hpp"
@@ -25,5 +26,8 @@ void validate_same_d(const char* op, const Gaussians<T>& p, const Gaussians<T>& 
 // Rows of a row-wise result: equal N, or N = 1 on one side broadcasting to the other.
 template <class T>
 std::int64_t broadcast_rows(const char* op, const Gaussians<T>& p, const Gaussians<T>& q);
+
+// An output or input span's size: "[op] name has got elements, expected expected".
+void check_size(const char* op, const char* name, std::size_t got, std::int64_t expected);
 
 }  // namespace gausskl::detail

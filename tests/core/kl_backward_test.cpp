@@ -24,6 +24,7 @@
 #include "gausskl/gradients.hpp"
 #include "gausskl/ops.hpp"
 #include "support/batches.hpp"
+#include "support/expect.hpp"
 #include "support/generators.hpp"
 #include "support/gradient_oracle.hpp"
 #include "support/oracle.hpp"
@@ -351,17 +352,6 @@ TEST(KlBackward, ReadsThroughStridesWithAnyThreadCount) {
 }
 
 // ---- input rules ----
-
-void expect_invalid(const std::function<void()>& call, const std::vector<std::string>& parts) {
-  try {
-    call();
-    ADD_FAILURE() << "no exception; expected one mentioning " << parts.front();
-  } catch (const std::invalid_argument& e) {
-    const std::string message = e.what();
-    for (const std::string& part : parts)
-      EXPECT_NE(message.find(part), std::string::npos) << "'" << part << "' not in: " << message;
-  }
-}
 
 TEST(KlBackward, InputRules) {
   const DiagBatch<double> p{3, 2, DiagParam::stddev, std::vector<double>(6, 0.0),

@@ -23,6 +23,7 @@
 #include "gausskl/gradients.hpp"
 #include "gausskl/ops.hpp"
 #include "support/batches.hpp"
+#include "support/expect.hpp"
 #include "support/generators.hpp"
 #include "support/gradient_oracle.hpp"
 
@@ -198,17 +199,6 @@ TEST(KlWithGradients, StridesAndThreads) {
         ASSERT_NEAR(strided.unit[a][k], plain.unit[a][k], 1e-15 * (std::fabs(plain.unit[a][k]) + 1))
             << threads << " " << a << " " << k;
     }
-  }
-}
-
-void expect_invalid(const std::function<void()>& call, const std::vector<std::string>& parts) {
-  try {
-    call();
-    ADD_FAILURE() << "no exception; expected one mentioning " << parts.front();
-  } catch (const std::invalid_argument& e) {
-    const std::string message = e.what();
-    for (const std::string& part : parts)
-      EXPECT_NE(message.find(part), std::string::npos) << "'" << part << "' not in: " << message;
   }
 }
 

@@ -16,6 +16,7 @@
 #include "hwy/tests/hwy_gtest.h"
 #include "support/allocations.hpp"
 #include "support/batches.hpp"
+#include "support/expect.hpp"
 #include "support/generators.hpp"
 
 namespace gausskl::test {
@@ -23,17 +24,6 @@ namespace {
 
 constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-void expect_invalid(const std::function<void()>& call, const std::vector<std::string>& parts) {
-  try {
-    call();
-    ADD_FAILURE() << "no exception; expected one mentioning " << parts.front();
-  } catch (const std::invalid_argument& e) {
-    const std::string message = e.what();
-    for (const std::string& part : parts)
-      EXPECT_NE(message.find(part), std::string::npos) << "'" << part << "' not in: " << message;
-  }
-}
 
 // Well-posed inputs to break one entry at a time: n rows of N(0, I) in dimension d.
 DiagBatch<double> diag(std::int64_t n, std::int64_t d, DiagParam param = DiagParam::stddev) {
