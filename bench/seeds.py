@@ -17,7 +17,8 @@ Cases and their peers:
   With gradients: batch 256, d = 16.
 * seeds 002/003, the VAE's KL terms, B = 128, D = 32, float32: the prior term
   -0.5 * (1 + lv - mu^2 - exp(lv)).sum(-1) against gk.kl_standard_normal, and a learned prior
-  (logvar || logvar) written as users do against gk.kl.
+  (logvar || logvar) written as users do against gk.kl, the prior per row [B, D] or shared by
+  the batch [D].
 * lower bounds, timed in the same run (LOWER): for each case that misses its target, the
   bare work any implementation needs, so that the note can say whether the target is possible.
 * the per-call cost: tiny row-wise calls (N = 5, D = 3; N = 8, D = 8) from NumPy and torch,
@@ -59,6 +60,8 @@ CASES = {
               False),
     "prior_grad": ("learned prior (logvar || logvar), B = 128, D = 32, forward + backward",
                    "torch one-liner, autograd", True),
+    "prior_shared_grad": ("the same, one prior [D] shared by the batch, forward + backward",
+                          "torch one-liner, autograd", True),
     "tiny_numpy": ("row-wise kl, N = 5, D = 3, NumPy (batches built in the call)", None, False),
     "tiny_numpy_built": ("row-wise kl, N = 5, D = 3, NumPy, batches built before", None, False),
     "tiny_torch_built": ("row-wise kl, N = 5, D = 3, torch, batches built before", None, False),
@@ -278,7 +281,8 @@ def build(case: str, seed: int = 0, tiny: bool = False):
     if case.startswith(("vae", "prior")):
         n, d = (4, 8) if tiny else (128, 32)
         mu, lv = t(rng.standard_normal((n, d))), t(0.3 * rng.standard_normal((n, d)))
-        mu2, lv2 = t(rng.standard_normal((n, d))), t(0.3 * rng.standard_normal((n, d)))
+        prior = (d,) if "shared" in case else (n, d)
+        mu2, lv2 = t(rng.standard_normal(prior)), t(0.3 * rng.standard_normal(prior))
         if case.startswith("vae"):
             def theirs_fn():
                 return -0.5 * (1 + lv - mu**2 - lv.exp()).sum(-1)

@@ -66,10 +66,11 @@ GAUSSKL_API void kl_standard_normal_backward(const Gaussians<double>& p,
 // grad = 1), in double whatever T is. The step's backward is then scale_rows, one product per
 // element, where kl_backward would compute every exponential again: p and q both given by logvar
 // (the VAE's prior term, a learned prior) take one pass for both (bench/README.md, "The seeds' own
-// sizes"). Diagonal batches of the same N (no side broadcast), any parameterization and strides;
-// errors are kl's (op "kl", or "kl_standard_normal" below), plus the spans' sizes, and other
-// families or a broadcast side are std::invalid_argument. No span may overlap another or the
-// batches' arrays.
+// sizes"). Diagonal batches, any parameterization and strides, N = 1 on one side paired with every
+// row of the other as kl pairs it: each of that side's spans then holds every pair's own gradient
+// ([n, D] like the other side's; sum_scaled_rows makes the side's gradient). Errors are kl's (op
+// "kl", or "kl_standard_normal" below) plus the spans' sizes; other families are
+// std::invalid_argument. No span may overlap another or the batches' arrays.
 GAUSSKL_API void kl_with_gradients(const Gaussians<float>& p, const Gaussians<float>& q,
                                    std::span<float> out, const Gradients<double>& dp,
                                    const Gradients<double>& dq, const Options& options = {});
@@ -93,6 +94,15 @@ GAUSSKL_API void scale_rows(std::span<const double> unit, std::span<const float>
                             std::span<float> dst);
 GAUSSKL_API void scale_rows(std::span<const double> unit, std::span<const double> grad,
                             std::span<double> dst);
+
+// The backward of a kept gradient of a side paired with every row (one distribution, or an array
+// read with row stride 0): dst[j] = sum_i grad[i] * unit[i * k + j] for j < k = dst.size(), over
+// the rows i < grad.size() in order, summed in double and rounded once to T. unit must hold
+// grad.size() rows of dst.size(): else std::invalid_argument ("[sum_scaled_rows] ...").
+GAUSSKL_API void sum_scaled_rows(std::span<const double> unit, std::span<const float> grad,
+                                 std::span<float> dst);
+GAUSSKL_API void sum_scaled_rows(std::span<const double> unit, std::span<const double> grad,
+                                 std::span<double> dst);
 
 // All pairs of diagonal batches: L = sum_ij grad[i * M + j] * KL(p_i || q_j), grad row-major
 // [N, M]. Without q, q = p and dp receives both sides' contributions. No [N, M, D] intermediate.

@@ -43,9 +43,10 @@ int read_call(nb::handle p, nb::handle q, nb::handle torch_path, bool for_grad, 
 // A training step's row-wise KL of diagonal tensors that require grad (call read whole, q absent
 // for N(0, I)): the values and each row's own gradients in one library call
 // (gausskl::kl_with_gradients), as a Kept object whose backward (_ext.kept_backward) scales them
-// by the upstream gradient. None when the call is not of that kind (a family other than diagonal,
-// a side or array broadcast, a batch no one stride describes, arrays not all tensors, or more
-// than kKeptElements per array): the package then takes its autograd path.
+// by the upstream gradient. An array of one row for every pair (a [D] prior against [B, D]
+// latents) gets the sum of its pairs' gradients. None when the call is not of that kind (a family
+// other than diagonal, a batch no one stride describes, arrays not all tensors, or more than
+// kKeptElements per array): the package then takes its autograd path.
 nb::object kept_forward(Call& call, int threads);
 
 // Options as the bindings pass them; on_jitter counts into `jittered` (it runs without the GIL).

@@ -239,37 +239,37 @@ nb::object pairwise_kl_backward_op(nb::handle p, nb::handle q, nb::handle grad, 
 // the four arrays of a learned prior hold 32 MiB.
 constexpr std::int64_t kKeptElements = std::int64_t{1} << 20;
 
-// The values of a row-wise call and each row's own gradients (double, [n, d] per wanted array, in
-// the order p.mean, p.scale, q.mean, q.scale), for the call's backward.
+// The values of a row-wise call and each pair's own gradients (double, [n, d] per wanted array,
+// in the order p.mean, p.scale, q.mean, q.scale), for the call's backward.
 struct Kept {
   nb::object values;
   DType dtype = DType::other;
   const dlpack::ExchangeApi* api = nullptr;
-  Shape batch;  // the result's shape; each gradient is [*batch, d]
+  Shape batch;  // the result's shape
   std::int64_t n = 0, d = 0;
   int count = 0;  // 2 (against N(0, I)) or 4
   std::array<std::unique_ptr<double[]>, 4> unit;
+  std::array<Shape, 4> shape;    // each array's own shape, its gradient's
+  std::array<bool, 4> summed{};  // one row of the array paired with every row: its pairs summed
 };
 
-// Whether every array of side is a tensor of batch shape `batch`, given by its diagonal.
-bool keepable(const Side& side, const Shape& batch) {
+// Whether every array of side is a tensor [..., d], the side given by its diagonal.
+bool keepable(const Side& side, std::int64_t d) {
   if (side.code >= kScaleTril || side.count != 2) return false;
   for (int k = 0; k < 2; ++k) {
-    Shape own;
-    if (!side.arrays[k].api || !batch_shape(side.arrays[k], 1, own) || !(own == batch)) {
-      return false;
-    }
+    const Array& a = side.arrays[k];
+    if (!a.api || a.ndim < 1 || a.shape[a.ndim - 1] != d) return false;
   }
   return true;
 }
 
 nb::object kept_backward_op(Kept& kept, nb::handle grad) {
   const Array g = read_grad(grad, kept.batch);
-  Shape shape = kept.batch;
-  shape.dims[shape.ndim++] = kept.d;
   std::array<Result, 4> results;
   for (int k = 0; k < kept.count; ++k) {
-    if (kept.unit[k]) results[k] = make_result(kept.api, kept.dtype, shape.ndim, shape.dims.data());
+    if (kept.unit[k]) {
+      results[k] = make_result(kept.api, kept.dtype, kept.shape[k].ndim, kept.shape[k].dims.data());
+    }
   }
   with_type(kept.dtype, [&](auto t) {
     using T = decltype(t);
@@ -279,8 +279,13 @@ nb::object kept_backward_op(Kept& kept, nb::handle grad) {
     nb::gil_scoped_release release;
     for (int k = 0; k < kept.count; ++k) {
       if (!kept.unit[k]) continue;
-      scale_rows(std::span<const double>(kept.unit[k].get(), size), upstream,
-                 std::span<T>(static_cast<T*>(results[k].data), size));
+      const std::span<const double> unit(kept.unit[k].get(), size);
+      T* dst = static_cast<T*>(results[k].data);
+      if (kept.summed[k]) {
+        sum_scaled_rows(unit, upstream, std::span<T>(dst, static_cast<std::size_t>(kept.d)));
+      } else {
+        scale_rows(unit, upstream, std::span<T>(dst, size));
+      }
     }
   });
   nb::tuple out = nb::steal<nb::tuple>(PyTuple_New(kept.count));
@@ -294,13 +299,20 @@ nb::object kept_backward_op(Kept& kept, nb::handle grad) {
 }  // namespace
 
 nb::object kept_forward(Call& call, int threads) {
-  const Shape& batch = call.p.batch;
-  if (!keepable(call.p, batch) || (call.has_q && !keepable(call.q, batch))) return nb::none();
+  const Array& mean = call.p.arrays[0];
+  const std::int64_t d = mean.ndim > 0 ? mean.shape[mean.ndim - 1] : -1;
+  Shape batch = call.p.batch;
+  if (!keepable(call.p, d) || (call.has_q && !keepable(call.q, d)) ||
+      (call.has_q && !broadcast(call.p.batch, call.q.batch, batch))) {
+    return nb::none();
+  }
   Layout layout(batch);
   add_side(layout, call.p);
   if (call.has_q) add_side(layout, call.q);
   layout.merge();
-  const std::int64_t n = layout.inner(), d = call.p.arrays[0].shape[call.p.arrays[0].ndim - 1];
+  const std::int64_t n = layout.inner();
+  // One library call: the batch one axis, each array with its own row per pair or one row for
+  // every pair (a [D] prior against [B, D] latents).
   if (layout.slices() != 1 || d > kKeptElements ||
       n > kKeptElements / std::max<std::int64_t>(d, 1)) {
     return nb::none();
@@ -315,9 +327,14 @@ nb::object kept_forward(Call& call, int threads) {
   const auto size = static_cast<std::size_t>(n * d);
   const Side* sides[2] = {&call.p, &call.q};
   for (int k = 0; k < kept->count; ++k) {
-    if (requires_grad(sides[k / 2]->objects[k % 2])) {
-      kept->unit[k] = std::make_unique_for_overwrite<double[]>(std::max<std::size_t>(size, 1));
-    }
+    const Side& side = *sides[k / 2];
+    if (!requires_grad(side.objects[k % 2])) continue;
+    kept->unit[k] = std::make_unique_for_overwrite<double[]>(std::max<std::size_t>(size, 1));
+    const Array& a = side.arrays[k % 2];
+    Shape& own = kept->shape[k];
+    own.ndim = a.ndim;
+    std::copy(a.shape.begin(), a.shape.begin() + a.ndim, own.dims.begin());
+    kept->summed[k] = own.count() != n * d;  // one row (an expanded [B, D] has a row per pair)
   }
   const auto span = [&](int k) {
     return kept->unit[k] ? std::span<double>(kept->unit[k].get(), size) : std::span<double>();

@@ -141,16 +141,24 @@ void with_gradients_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::span
          "the values with their gradients take diagonal batches; take kl and then "
          "kl_backward for other families");
   }
-  if (q && p.n() != q->n()) {
-    fail(op, "the values with their gradients take p and q of the same N (" + show(p.n()) +
-                 " and " + show(q->n()) +
-                 " here); take kl and then kl_backward to pair one "
-                 "distribution with every row");
-  }
-  check_gradients(op, "p", p, dp);
-  if (q) check_gradients(op, "q", *q, dq);
-  run_backend(op, n, p.d(),
-              [&] { cpu::kl_rowwise_with_gradients(*pd, qd, n, out.data(), dp, dq, workers); });
+  // A side of one row paired with every row of the other is read with row stride 0: its
+  // gradients are then per pair, [n, D] (sum_scaled_rows makes its own).
+  const auto paired = [n](const DiagGaussians<T>& g) {
+    DiagGaussians<T> stretched = g;
+    if (g.mean.shape[0] == n) return stretched;
+    for (View<T, 2>* v : {&stretched.mean, &stretched.scale}) {
+      v->shape[0] = n;
+      v->strides[0] = 0;
+    }
+    return stretched;
+  };
+  const DiagGaussians<T> pn = paired(*pd);
+  const std::optional<DiagGaussians<T>> qn = qd ? std::optional(paired(*qd)) : std::nullopt;
+  check_gradients(op, "p", Gaussians<T>(pn), dp);
+  if (q) check_gradients(op, "q", Gaussians<T>(*qn), dq);
+  run_backend(op, n, p.d(), [&] {
+    cpu::kl_rowwise_with_gradients(pn, qn ? &*qn : nullptr, n, out.data(), dp, dq, workers);
+  });
 }
 
 template <class T>
@@ -166,6 +174,20 @@ void scale_rows_impl(std::span<const double> unit, std::span<const T> grad, std:
          "dst has " + show(dst.size()) + " elements, expected " + show(unit.size()) + " (as unit)");
   }
   if (n > 0) cpu::scale_rows(unit.data(), n, size / n, grad.data(), dst.data());
+}
+
+template <class T>
+void sum_scaled_rows_impl(std::span<const double> unit, std::span<const T> grad, std::span<T> dst) {
+  const char* op = "sum_scaled_rows";
+  const bool rows = grad.empty()
+                        ? unit.empty()
+                        : unit.size() % grad.size() == 0 && unit.size() / grad.size() == dst.size();
+  if (!rows) {
+    fail(op, "unit has " + show(unit.size()) + " elements, not " + show(grad.size()) +
+                 " rows (grad) of " + show(dst.size()) + " (dst)");
+  }
+  cpu::sum_scaled_rows(unit.data(), static_cast<std::int64_t>(grad.size()),
+                       static_cast<std::int64_t>(dst.size()), grad.data(), dst.data());
 }
 
 // grad: [N, M] values, or none with sum_grad the one value of every pair
@@ -242,6 +264,9 @@ void pairwise_backward_impl(const Gaussians<T>& p, const Gaussians<T>* q,
   }                                                                                                \
   void scale_rows(std::span<const double> unit, std::span<const T> grad, std::span<T> dst) {       \
     scale_rows_impl(unit, grad, dst);                                                              \
+  }                                                                                                \
+  void sum_scaled_rows(std::span<const double> unit, std::span<const T> grad, std::span<T> dst) {  \
+    sum_scaled_rows_impl(unit, grad, dst);                                                         \
   }
 GAUSSKL_DEFINE(float)
 GAUSSKL_DEFINE(double)

@@ -30,6 +30,11 @@ template <class T>
 void scale_rows(const double* unit, std::int64_t rows, std::int64_t row_size, const T* grad,
                 T* dst) noexcept;
 
+// dst[k] = sum_{i < rows} grad[i] * unit[i * row_size + k], summed in double in row order.
+template <class T>
+void sum_scaled_rows(const double* unit, std::int64_t rows, std::int64_t row_size, const T* grad,
+                     T* dst) noexcept;
+
 // The workers of the all-pairs backward's two paths (diag_pairs_backward/front.cpp): the closed
 // forms of a grad with one value at every pair, or the GEMM forms; which one runs depends on the
 // grad's values, so the plan sizes both.

@@ -53,12 +53,19 @@ struct Kept {
   std::vector<double> unit[4];  // p.mean, p.scale, q.mean, q.scale
 };
 
+// The pairs' count: a side of one row is paired with every row of the other.
+template <class T>
+std::int64_t pairs(const Gaussians<T>& p, const Gaussians<T>* q) {
+  return q ? std::max(p.n(), q->n()) : p.n();
+}
+
 template <class T>
 Kept<T> with_gradients(const Gaussians<T>& p, const Gaussians<T>* q, const Options& options = {}) {
   Kept<T> k;
-  k.values.resize(static_cast<std::size_t>(p.n()));
+  const std::int64_t n = pairs(p, q);
+  k.values.resize(static_cast<std::size_t>(n));
   for (int a = 0; a < (q ? 4 : 2); ++a)
-    k.unit[a].resize(static_cast<std::size_t>(p.n() * p.d()));
+    k.unit[a].resize(static_cast<std::size_t>(n * p.d()));
   if (q) {
     kl_with_gradients(p, *q, std::span<T>(k.values), Gradients<double>{k.unit[0], k.unit[1]},
                       Gradients<double>{k.unit[2], k.unit[3]}, options);
@@ -73,8 +80,11 @@ template <class T>
 void check(const Gaussians<T>& p, const Gaussians<T>* q, bool alike, bool exact_zero,
            const std::string& label) {
   const Kept<T> got = with_gradients(p, q);
-  for (std::int64_t i = 0; i < p.n(); ++i) {
-    const long double want = q ? reference::kl(p, i, *q, i) : reference::kl_standard_normal(p, i);
+  const std::int64_t n = pairs(p, q);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t ip = p.n() == 1 ? 0 : i;
+    const long double want =
+        q ? reference::kl(p, ip, *q, q->n() == 1 ? 0 : i) : reference::kl_standard_normal(p, ip);
     const double error =
         static_cast<double>(std::fabs(got.values[i] - want) / (std::fabs(want) + 1));
     EXPECT_LE(error, (std::is_same_v<T, double> ? 1e-13 : 6e-8)) << label << " value " << i;
@@ -82,14 +92,21 @@ void check(const Gaussians<T>& p, const Gaussians<T>* q, bool alike, bool exact_
       ASSERT_EQ(got.values[i], T(0)) << label << " value " << i;
     }
   }
-  const std::vector<T> grad = upstream<T>(p.n());
+  const std::vector<T> grad = upstream<T>(n);
   const RefGradients ref = reference_backward(p, q, std::span<const T>(grad));
   const RefArray* refs[] = {&ref.p.mean, &ref.p.scale, &ref.q.mean, &ref.q.scale};
   const char* names[] = {"p.mean", "p.scale", "q.mean", "q.scale"};
   for (int a = 0; a < (q ? 4 : 2); ++a) {
-    std::vector<T> scaled(got.unit[a].size());
-    scale_rows(std::span<const double>(got.unit[a]), std::span<const T>(grad),
-               std::span<T>(scaled));
+    // A side of one row paired with every row: its gradient is the sum over the pairs.
+    const bool summed = (a < 2 ? p.n() : q->n()) < n;
+    std::vector<T> scaled(got.unit[a].size() / (summed ? static_cast<std::size_t>(n) : 1));
+    if (summed) {
+      sum_scaled_rows(std::span<const double>(got.unit[a]), std::span<const T>(grad),
+                      std::span<T>(scaled));
+    } else {
+      scale_rows(std::span<const double>(got.unit[a]), std::span<const T>(grad),
+                 std::span<T>(scaled));
+    }
     const std::span<const T> values(scaled);
     EXPECT_LE(gradient_error(values, *refs[a], Measure::terms), bar<T>())
         << label << " " << names[a];
@@ -105,8 +122,8 @@ void check(const Gaussians<T>& p, const Gaussians<T>* q, bool alike, bool exact_
 }
 
 template <class T>
-void check_diag(Rng& rng, Data data, std::int64_t n, std::int64_t d) {
-  const auto [ps, qs] = make_specs(rng, data, Family::diag, Family::diag, n, n, d);
+void check_diag(Rng& rng, Data data, std::int64_t n, std::int64_t d, std::int64_t nq = 0) {
+  const auto [ps, qs] = make_specs(rng, data, Family::diag, Family::diag, n, nq ? nq : n, d);
   for (const DiagParam pp : kParams) {
     const DiagBatch<T> p = make_diag<T>(std::get<DiagSpec>(ps), pp);
     const Gaussians<T> pg(p.view());
@@ -131,6 +148,20 @@ TEST(KlWithGradients, EveryParameterizationOnAllData) {
   }
   check_diag<float>(rng, Data::adversarial, 3, 256);
   check_diag<double>(rng, Data::near_duplicate_1e8, 3, 1024);
+}
+
+// One distribution on either side paired with every row of the other (a learned prior shared by
+// the batch): its spans hold every pair's gradient, and sum_scaled_rows sums them to the oracle's.
+TEST(KlWithGradients, OneRowPairedWithEveryRow) {
+  Rng rng(124);
+  for (const Data data : all_data()) {
+    for (const std::int64_t d : {1, 5, 32, 37}) {
+      check_diag<float>(rng, data, 9, d, 1);
+      check_diag<double>(rng, data, 9, d, 1);
+      check_diag<double>(rng, data, 1, d, 9);
+    }
+  }
+  check_diag<float>(rng, Data::adversarial, 200, 64, 1);
 }
 
 // The one-pass kernel against the forward and backward operations on the VAE's sizes: values
@@ -229,7 +260,7 @@ TEST(KlWithGradients, InputRules) {
         kl_with_gradients(Gaussians<double>(bad.view()), pg, std::span<double>(out3), ok, ok);
       },
       {"[kl]", "800"});
-  // A side broadcast over the other's rows, and other families.
+  // A side of one row takes every pair's gradients, and other families.
   const DiagBatch<double> one{1, 2, DiagParam::logvar, {0.0, 0.0}, {0.0, 0.0}};
   std::vector<double> two(2);
   expect_invalid(
@@ -237,7 +268,7 @@ TEST(KlWithGradients, InputRules) {
         kl_with_gradients(pg, Gaussians<double>(one.view()), std::span<double>(out3), ok,
                           Gradients<double>{two, two});
       },
-      {"[kl]", "the same N (3 and 1 here)", "kl_backward"});
+      {"[kl]", "the gradient of q.mean has 2 elements, expected 6"});
   FullBatch<double> tril{3, 2, FullParam::scale_tril, std::vector<double>(6, 0.0),
                          std::vector<double>(12, 0.0)};
   for (std::int64_t i = 0; i < 3; ++i)
@@ -269,10 +300,20 @@ TEST(KlWithGradients, InputRules) {
                    std::span<double>(five));
       },
       {"[scale_rows]", "dst has 5 elements, expected 6"});
-  // Empty batches: nothing to do.
+  // sum_scaled_rows: grad's rows of dst's size.
+  expect_invalid(
+      [&] {
+        sum_scaled_rows(std::span<const double>(six), std::span<const double>(g4),
+                        std::span<double>(two));
+      },
+      {"[sum_scaled_rows]", "unit has 6 elements, not 4 rows (grad) of 2 (dst)"});
+  // Empty batches: nothing to do; a side of one row paired with no rows has gradient 0.
   const DiagBatch<float> empty{0, 4, DiagParam::logvar, {}, {}};
   kl_standard_normal_with_gradients(Gaussians<float>(empty.view()), std::span<float>(), {});
   scale_rows(std::span<const double>(), std::span<const float>(), std::span<float>());
+  std::vector<float> zero(4, -7.0f);
+  sum_scaled_rows(std::span<const double>(), std::span<const float>(), std::span<float>(zero));
+  EXPECT_EQ(zero, std::vector<float>(4, 0.0f));
 }
 
 }  // namespace

@@ -26,6 +26,8 @@ def torch():
 def assert_grads_close(got, want, rtol):
     for g, w in zip(got, want):
         assert g.shape == w.shape
+        if w.numel() == 0:
+            continue
         g, w = g.detach().double(), w.detach().double()
         bound = rtol * (w.abs() + 1e-3 * w.abs().max())
         err = (g - w).abs()
@@ -375,6 +377,58 @@ def test_kept_step_values_and_gradients(torch, rng, dtype, standard):
         assert_grads_close(got, want, tol)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shapes", [
+    [(128, 32), (128, 32), (32,), (32,)],        # a learned prior shared by the batch
+    [(4, 6, 5), (4, 6, 5), (1, 5), (5,)],        # latents [B, T, D], the prior [1, D] and [D]
+    [(7,), (7,), (9, 7), (9, 7)],                # one p against every row of q
+    [(9, 7), (7,), (9, 7), (1, 1, 7)],           # a logvar shared by p's rows; q [1, 1, D]
+    [(0, 3), (0, 3), (3,), (3,)],                # no rows: the prior's gradient is 0
+])
+def test_kept_step_one_row_for_every_pair(torch, rng, dtype, shapes):
+    """An array of one row paired with every row of the others keeps every pair's gradients,
+    and its gradient (of its own shape) is their sum: the values are those without grad, the
+    gradients those of float64 autograd of the textbook formula through torch's broadcasting."""
+    dt = getattr(torch, dtype)
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    inputs = [torch.from_numpy(rng.normal(size=shape) * s).to(dt)
+              for shape, s in zip(shapes, [1.0, 0.3, 1.0, 0.3])]
+    batch = torch.broadcast_shapes(*(s[:-1] for s in shapes))
+    w = torch.from_numpy(rng.normal(size=batch)).to(dt)
+    leaves = [x.clone().requires_grad_() for x in inputs]
+    out = kl_of(*leaves)
+    assert type(out.grad_fn).__name__ == "_KeptBackward"
+    assert out.shape == batch
+    with torch.no_grad():
+        plain = kl_of(*inputs)
+    np.testing.assert_allclose(out.detach().numpy(), plain.numpy(),
+                               rtol=2e-7 if dtype == "float32" else 1e-14)
+    (w * out).sum().backward()
+    want = grads_of(torch, lambda *xs: (w.double() * ref_kl_of(*xs)).sum(),
+                    [x.double() for x in inputs])
+    got = [x.grad for x in leaves]
+    assert [g.dtype for g in got] == [dt] * 4 and [tuple(g.shape) for g in got] == shapes
+    assert_grads_close(got, want, tol)
+
+
+def test_kept_step_of_an_expanded_prior(torch, rng):
+    """A prior expanded to [B, D] (row stride 0, rows of its own): its gradient goes through
+    torch's expand, summed there, as for any tensor."""
+    mu, lv = (torch.from_numpy(rng.normal(size=(6, 4)) * 0.5).requires_grad_() for _ in range(2))
+    pm, pl = (torch.from_numpy(rng.normal(size=4) * 0.5).requires_grad_() for _ in range(2))
+    out = kl_of(mu, lv, pm.expand(6, 4), pl.expand(6, 4))
+    assert type(out.grad_fn).__name__ == "_KeptBackward"
+    out.sum().backward()
+    want = grads_of(torch, lambda *xs: ref_kl_of(*xs).sum(), [mu, lv, pm, pl])
+    assert_grads_close([mu.grad, lv.grad, pm.grad, pl.grad], want, 1e-12)
+    mu.grad = pl.grad = None  # against N(0, I), one logvar shared by the rows
+    out = kl_of(mu, pl)
+    assert type(out.grad_fn).__name__ == "_KeptBackward"
+    out.sum().backward()
+    want = grads_of(torch, lambda *xs: ref_kl_of(*xs).sum(), [mu, pl])
+    assert_grads_close([mu.grad, pl.grad], want, 1e-12)
+
+
 def test_kept_step_some_tensors_fixed_retain_graph_and_create_graph(torch, rng):
     mu, lv, mq, lq = (torch.from_numpy(rng.normal(size=(16, 8)) * 0.5) for _ in range(4))
     m = mu.clone().requires_grad_()
@@ -395,10 +449,11 @@ def test_kept_step_some_tensors_fixed_retain_graph_and_create_graph(torch, rng):
 
 
 def test_kept_step_falls_back_where_it_does_not_apply(torch, rng):
-    """A broadcast side, mixed families, or arrays too large to keep: the library's backward
-    computes the gradients again (the values and gradients are the same)."""
-    mu, lv = (torch.from_numpy(rng.normal(size=(8, 4)) * 0.5).requires_grad_() for _ in range(2))
-    pm, pl = (torch.from_numpy(rng.normal(size=4) * 0.5).requires_grad_() for _ in range(2))
+    """A batch no one stride describes ([B, 1] against [1, T]), or arrays too large to keep: the
+    library's backward computes the gradients again (the values and gradients are the same)."""
+    mu, lv = (torch.from_numpy(rng.normal(size=(3, 1, 4)) * 0.5).requires_grad_()
+              for _ in range(2))
+    pm, pl = (torch.from_numpy(rng.normal(size=(5, 4)) * 0.5).requires_grad_() for _ in range(2))
     out = kl_of(mu, lv, pm, pl)
     assert type(out.grad_fn).__name__ != "_KeptBackward"
     out.sum().backward()
