@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <random>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -22,6 +23,7 @@
 #include "core/reference.hpp"
 #include "gausskl/gradients.hpp"
 #include "gausskl/ops.hpp"
+#include "hwy/targets.h"
 #include "support/batches.hpp"
 #include "support/expect.hpp"
 #include "support/generators.hpp"
@@ -202,6 +204,40 @@ TEST(KlWithGradients, AgreesWithKlThenKlBackward) {
             << standard << " array " << a << " entry " << k;
     }
   }
+}
+
+// scale_rows and sum_scaled_rows on every SIMD target the CPU runs: each element one product in
+// double rounded once (a sum: products added in row order), the bits of that scalar loop; rows of
+// 1, 37 (a partial vector) and 1100 (past sum_scaled_rows' 512-column block) elements.
+TEST(KlWithGradients, ScalingOnEveryTarget) {
+  Rng rng(125);
+  for (const std::int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    SCOPED_TRACE(hwy::TargetName(target));
+    for (const std::int64_t k : {1, 37, 1100}) {
+      const std::int64_t n = 5;
+      std::vector<double> unit(static_cast<std::size_t>(n * k));
+      std::normal_distribution<double> normal(0.0, 1e3);
+      for (double& x : unit)
+        x = normal(rng);
+      const std::vector<float> grad = upstream<float>(n);
+      std::vector<float> rows(unit.size()), sums(static_cast<std::size_t>(k));
+      scale_rows(std::span<const double>(unit), std::span<const float>(grad),
+                 std::span<float>(rows));
+      sum_scaled_rows(std::span<const double>(unit), std::span<const float>(grad),
+                      std::span<float>(sums));
+      for (std::int64_t j = 0; j < k; ++j) {
+        double sum = 0;
+        for (std::int64_t i = 0; i < n; ++i) {
+          const double product = static_cast<double>(grad[i]) * unit[i * k + j];
+          ASSERT_EQ(rows[i * k + j], static_cast<float>(product)) << k << " " << i << " " << j;
+          sum += product;
+        }
+        ASSERT_EQ(sums[j], static_cast<float>(sum)) << k << " " << j;
+      }
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
 }
 
 // Strided views give what contiguous ones give (the logvar pair then takes the two kernels in

@@ -171,38 +171,6 @@ void kl_rowwise_with_gradients(const DiagGaussians<T>& p, const DiagGaussians<T>
   parallel_for(n, workers, [&](int, std::int64_t lo, std::int64_t hi) { rows(lo, hi); });
 }
 
-template <class T>
-void scale_rows(const double* unit, std::int64_t rows, std::int64_t row_size, const T* grad,
-                T* dst) noexcept {
-  for (std::int64_t i = 0; i < rows; ++i) {
-    const double g = static_cast<double>(grad[i]);
-    const double* from = unit + i * row_size;
-    T* to = dst + i * row_size;
-    for (std::int64_t k = 0; k < row_size; ++k)
-      to[k] = static_cast<T>(g * from[k]);
-  }
-}
-
-template <class T>
-void sum_scaled_rows(const double* unit, std::int64_t rows, std::int64_t row_size, const T* grad,
-                     T* dst) noexcept {
-  // Columns a block at a time, each summed over the rows in order: no allocation, and the block
-  // (4 KiB) stays in L1 while the rows stream past.
-  constexpr std::int64_t kBlock = 512;
-  double sum[kBlock];
-  for (std::int64_t k0 = 0; k0 < row_size; k0 += kBlock) {
-    const std::int64_t width = std::min(kBlock, row_size - k0);
-    std::fill(sum, sum + width, 0.0);
-    for (std::int64_t i = 0; i < rows; ++i) {
-      const double g = static_cast<double>(grad[i]);
-      const double* from = unit + i * row_size + k0;
-      for (std::int64_t k = 0; k < width; ++k)
-        sum[k] += g * from[k];
-    }
-    std::transform(sum, sum + width, dst + k0, [](double x) { return static_cast<T>(x); });
-  }
-}
-
 template void kl_rowwise_with_gradients<float>(const DiagGaussians<float>&,
                                                const DiagGaussians<float>*, std::int64_t, float*,
                                                const Gradients<double>&, const Gradients<double>&,
@@ -211,14 +179,6 @@ template void kl_rowwise_with_gradients<double>(const DiagGaussians<double>&,
                                                 const DiagGaussians<double>*, std::int64_t, double*,
                                                 const Gradients<double>&, const Gradients<double>&,
                                                 int);
-template void scale_rows<float>(const double*, std::int64_t, std::int64_t, const float*,
-                                float*) noexcept;
-template void scale_rows<double>(const double*, std::int64_t, std::int64_t, const double*,
-                                 double*) noexcept;
-template void sum_scaled_rows<float>(const double*, std::int64_t, std::int64_t, const float*,
-                                     float*) noexcept;
-template void sum_scaled_rows<double>(const double*, std::int64_t, std::int64_t, const double*,
-                                      double*) noexcept;
 template void kl_rowwise_backward<float>(const Gaussians<float>&, const Gaussians<float>*,
                                          std::int64_t, const float*, const Gradients<float>&,
                                          const Gradients<float>&, int);
