@@ -190,8 +190,9 @@ def _rowwise_differentiable(codes, tensors, flags, grad):
 
 
 class _Kept(torch.autograd.Function):
-    """Row-wise KL of diagonal tensors whose forward kept each row's gradients (an _ext.Kept,
-    made with the values in one pass): the backward scales them by the upstream gradient."""
+    """Row-wise KL of diagonal tensors whose forward kept each pair's gradients (an _ext.Kept,
+    made with the values in one pass): the backward scales them by the upstream gradient (and
+    sums them for an array of one row paired with every row)."""
 
     @staticmethod
     def forward(ctx, kept, codes, *tensors):

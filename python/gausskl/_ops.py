@@ -8,8 +8,9 @@ given, and the call then takes that path:
 
 * NEEDS_GRAD: a tensor requires grad; the library computes the values and its gradients
   (gausskl._autograd). For kl and kl_standard_normal of diagonal tensors (a training step's VAE
-  term) the extension answers instead with a Kept: the values, and the rows' own gradients made in
-  the same pass, which gausskl._autograd.kept hands to autograd;
+  term, a learned prior per row or shared by the batch) the extension answers instead with a
+  Kept: the values, and each pair's own gradients made in the same pass, which
+  gausskl._autograd.kept hands to autograd;
 * TORCH_PATH: tensors the library cannot read (CUDA, MPS), or CPU tensors with
   GAUSSKL_FORCE_TORCH_PATH=1 or torch_path=True: torch operations (gausskl._torch_path);
 * CONVERT: arrays to bring to one dtype (or native byte order), or an all-pairs q batch to make
