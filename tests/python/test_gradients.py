@@ -350,6 +350,30 @@ def ref_kl_of(m, lv, mq=None, lq=None):
     return diag_kl(m, lv.exp(), mq, lq.exp())
 
 
+def check_kept_step(torch, rng, inputs):
+    """A step of sum(w * KL) on copies of inputs (p's mean and logvar, then q's or none) that
+    require grad: the forward's node is _Kept's, its result of the broadcast batch shape with the
+    values made without grad, and each gradient of its array's dtype and shape, within 1e-5
+    (float32) or 1e-12 of float64 autograd of the textbook formula, w random."""
+    dt = inputs[0].dtype
+    batch = torch.broadcast_shapes(*(x.shape[:-1] for x in inputs))
+    w = torch.from_numpy(rng.normal(size=batch)).to(dt)
+    leaves = [x.clone().requires_grad_() for x in inputs]
+    out = kl_of(*leaves)
+    assert type(out.grad_fn).__name__ == "_KeptBackward"
+    assert out.shape == batch
+    with torch.no_grad():
+        plain = kl_of(*inputs)
+    np.testing.assert_allclose(out.detach().numpy(), plain.numpy(),
+                               rtol=2e-7 if dt == torch.float32 else 1e-14)
+    (w * out).sum().backward()
+    want = grads_of(torch, lambda *xs: (w.double() * ref_kl_of(*xs)).sum(),
+                    [x.double() for x in inputs])
+    got = [x.grad for x in leaves]
+    assert [(g.dtype, g.shape) for g in got] == [(dt, x.shape) for x in inputs]
+    assert_grads_close(got, want, 1e-5 if dt == torch.float32 else 1e-12)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("standard", [True, False])
 def test_kept_step_values_and_gradients(torch, rng, dtype, standard):
@@ -357,24 +381,10 @@ def test_kept_step_values_and_gradients(torch, rng, dtype, standard):
     node is _Kept's), the values are those without grad, the gradients those of float64
     autograd of the textbook formula, also for batch shapes [B, T, D]."""
     dt = getattr(torch, dtype)
-    tol = 1e-5 if dtype == "float32" else 1e-12
     for shape in [(128, 32), (4, 6, 5)]:
         inputs = [torch.from_numpy(rng.normal(size=shape) * s).to(dt)
                   for s in ([1.0, 0.3] if standard else [1.0, 0.3, 1.0, 0.3])]
-        w = torch.from_numpy(rng.normal(size=shape[:-1])).to(dt)
-        leaves = [x.clone().requires_grad_() for x in inputs]
-        out = kl_of(*leaves)
-        assert type(out.grad_fn).__name__ == "_KeptBackward"
-        with torch.no_grad():
-            plain = kl_of(*inputs)
-        np.testing.assert_allclose(out.detach().numpy(), plain.numpy(),
-                                   rtol=2e-7 if dtype == "float32" else 1e-14)
-        (w * out).sum().backward()
-        want = grads_of(torch, lambda *xs: (w.double() * ref_kl_of(*xs)).sum(),
-                        [x.double() for x in inputs])
-        got = [x.grad for x in leaves]
-        assert all(g.dtype == dt and g.shape == shape for g in got)
-        assert_grads_close(got, want, tol)
+        check_kept_step(torch, rng, inputs)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -390,25 +400,9 @@ def test_kept_step_one_row_for_every_pair(torch, rng, dtype, shapes):
     and its gradient (of its own shape) is their sum: the values are those without grad, the
     gradients those of float64 autograd of the textbook formula through torch's broadcasting."""
     dt = getattr(torch, dtype)
-    tol = 1e-5 if dtype == "float32" else 1e-12
     inputs = [torch.from_numpy(rng.normal(size=shape) * s).to(dt)
               for shape, s in zip(shapes, [1.0, 0.3, 1.0, 0.3])]
-    batch = torch.broadcast_shapes(*(s[:-1] for s in shapes))
-    w = torch.from_numpy(rng.normal(size=batch)).to(dt)
-    leaves = [x.clone().requires_grad_() for x in inputs]
-    out = kl_of(*leaves)
-    assert type(out.grad_fn).__name__ == "_KeptBackward"
-    assert out.shape == batch
-    with torch.no_grad():
-        plain = kl_of(*inputs)
-    np.testing.assert_allclose(out.detach().numpy(), plain.numpy(),
-                               rtol=2e-7 if dtype == "float32" else 1e-14)
-    (w * out).sum().backward()
-    want = grads_of(torch, lambda *xs: (w.double() * ref_kl_of(*xs)).sum(),
-                    [x.double() for x in inputs])
-    got = [x.grad for x in leaves]
-    assert [g.dtype for g in got] == [dt] * 4 and [tuple(g.shape) for g in got] == shapes
-    assert_grads_close(got, want, tol)
+    check_kept_step(torch, rng, inputs)
 
 
 def test_kept_step_of_an_expanded_prior(torch, rng):
