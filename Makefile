@@ -59,9 +59,14 @@ test-release: build python dask-extra
 	@echo "== pytest: gausskl.dask and gausskl-dask (LocalCluster of worker processes)"
 	@GAUSSKL_CLI=$(CURDIR)/build/gausskl $(PY) -m pytest -q tests/dask
 
+# The sanitizer builds at -O1 with line tables (-g1): as -O2 -g they took 40 of CI's 90 minutes,
+# one kernel file 25 of them (bench/README.md, "CI time"); ASan's reports need no more.
+SANITIZER_OPT := -O1 -g1 -DNDEBUG
+
 test-asan: deps
 	@$(CMAKE) -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DGAUSSKL_WERROR=ON -DGAUSSKL_SANITIZE=ON >/dev/null
+	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$(SANITIZER_OPT)" -DGAUSSKL_WERROR=ON \
+	  -DGAUSSKL_SANITIZE=ON >/dev/null
 	@$(CMAKE) --build build-asan -j $(JOBS)
 	@echo "== ctest (ASan + UBSan)"
 	@cd build-asan && ctest --output-on-failure -j $(JOBS)
@@ -70,7 +75,8 @@ test-asan: deps
 
 # The library under ThreadSanitizer: concurrent calls, and the operations' own worker threads.
 test-tsan: deps
-	@$(CMAKE) -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGAUSSKL_TSAN=ON \
+	@$(CMAKE) -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$(SANITIZER_OPT)" -DGAUSSKL_TSAN=ON \
 	  -DGAUSSKL_BUILD_CLI=OFF >/dev/null
 	@$(CMAKE) --build build-tsan -j $(JOBS) --target gausskl_core_tests
 	@echo "== ThreadSanitizer: concurrency and threaded operations"

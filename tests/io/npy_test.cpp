@@ -164,7 +164,7 @@ TEST(Npy, ParsesTupleShapes) {
 
 TEST(Npy, RejectsTruncatedData) {
   auto bytes = test::read_bytes(fixture("f8_c.npy"));
-  bytes.resize(bytes.size() - 3);
+  bytes.erase(bytes.end() - 3, bytes.end());
   const std::string message = parse_error(bytes);
   EXPECT_TRUE(Contains(message,
                        "[read] mem.npy: expected 96 bytes of data for shape (3, 4) "
@@ -181,7 +181,7 @@ TEST(Npy, RejectsTrailingBytes) {
 TEST(Npy, RejectsTruncatedFileOnDisk) {
   test::TempDir dir;
   auto bytes = test::read_bytes(fixture("f4_c.npy"));
-  bytes.resize(bytes.size() - 1);
+  bytes.pop_back();
   test::write_bytes(dir.file("short.npy"), bytes);
   const std::string message =
       error_message<std::invalid_argument>([&] { read_npy(dir.file("short.npy")); });

@@ -438,7 +438,7 @@ void LogvarRowsWithGradients(const DiagGaussians<T>& p, const DiagGaussians<T>* 
             }
           }
         };
-        Lanes g;
+        Lanes g{};  // q_scale stays 0 against N(0, I), and put copies it
         for (std::int64_t h = 0; h < whole; h += lanes) {
           const VD mu = LoadWide(d, pm + h), xp = LoadWide(d, ps + h);
           const VD nu = kStandard ? mu : LoadWide(d, qm + h);
