@@ -22,6 +22,9 @@ FLOAT64 = "float64"
 # Types read in place: NumPy arrays (1), and torch.Tensor and its subclasses once seen (2).
 NUMPY, TORCH = 1, 2
 _NATIVE = {np.ndarray: NUMPY}
+# The dtypes computed as they are, NumPy's and (added with torch.Tensor to _NATIVE) torch's: a batch
+# of these is made without the general path's dtype checks.
+FLOAT_DTYPES = {np.dtype(np.float32), np.dtype(np.float64)}
 
 
 def torch_module():
@@ -40,8 +43,10 @@ def native(x) -> int:
     if k is not None:
         return k
     if is_torch(x):
-        if not compiling():  # torch.compile guards on the table: no changes while tracing
+        if not compiling():  # torch.compile guards on the tables: no changes while tracing
             _NATIVE[type(x)] = TORCH
+            torch = torch_module()
+            FLOAT_DTYPES.update((torch.float32, torch.float64))
         return TORCH
     return 0
 

@@ -69,6 +69,9 @@ class Gaussian:
     """
 
     family: str = ""
+    # No __dict__: a training step makes two batches per call (bench/README.md, "The seeds' own
+    # sizes").
+    __slots__ = ("_cls", "_spec", "param", "_batch_shape", "_namespace", "_torch")
 
     def _set(self, cls: str, arrays: tuple, param: str, code: int, batch, namespace=None,
              torch_=None):
@@ -76,12 +79,20 @@ class Gaussian:
         self._cls = cls
         self._spec = (code, *arrays)
         self.param = param
-        self._batch = batch
+        self._batch_shape = batch
         self._namespace = namespace
         if torch_ is None:
             _arrays.check_dtypes(cls, *arrays)
             torch_ = any(_arrays.native(a) == _arrays.TORCH for a in arrays)
         self._torch = torch_
+
+    @property
+    def _batch(self):
+        """batch_shape as made (None: the mean's leading axes, the diagonal fast path's)."""
+        b = self._batch_shape
+        if b is None:
+            b = self._batch_shape = self._spec[1].shape[:-1]
+        return b
 
     # -- the arrays -----------------------------------------------------------------------------
     @property
@@ -218,27 +229,32 @@ class DiagGaussian(Gaussian):
     """
 
     family = "diag"
+    __slots__ = ()
 
     def __init__(self, mean, *args, std=None, var=None, logvar=None, precision=None):
         # A training step makes its batches on every call, where each Python line costs about 3x
         # what it does in a tight loop (bench/README.md, "The seeds' own sizes"): the common case,
         # std or logvar of the mean's shape, both tensors (or both NumPy arrays), is set here in
         # one pass; anything else takes the general path below.
-        if std is not None:
-            param, scale, alone = "std", std, var is None and logvar is None and precision is None
-        elif logvar is not None:
-            param, scale, alone = "logvar", logvar, var is None and precision is None
+        if logvar is not None:
+            param, code, scale = "logvar", _LOGVAR, logvar
+            alone = std is None and var is None and precision is None
+        elif std is not None:
+            param, code, scale = "std", _STD, std
+            alone = var is None and precision is None
         else:
             alone = False
         if alone and not args:
             kind = _NATIVE.get(mean.__class__)
             if kind is not None and scale.__class__ is mean.__class__:
                 ms = mean.shape
-                if ms and ms == scale.shape and not (
-                        mean.is_complex() or scale.is_complex() if kind == _arrays.TORCH
-                        else mean.dtype.kind == "c" or scale.dtype.kind == "c"):
-                    self._set("DiagGaussian", (mean, scale), param, CODES[param], ms[:-1], None,
-                              kind == _arrays.TORCH)
+                if ms and ms == scale.shape and mean.dtype in _FLOATS and scale.dtype in _FLOATS:
+                    self._cls = "DiagGaussian"
+                    self._spec = (code, mean, scale)
+                    self.param = param
+                    self._batch_shape = None  # ms[:-1], made when asked for
+                    self._namespace = None
+                    self._torch = kind == _TORCH
                     return
         cls = "DiagGaussian"
         if args:
@@ -279,6 +295,9 @@ class DiagGaussian(Gaussian):
 
 
 _NATIVE = _arrays._NATIVE  # array type -> NUMPY or TORCH, as _arrays.native() fills it
+_FLOATS = _arrays.FLOAT_DTYPES  # float32 and float64 of NumPy, and of torch once seen
+_TORCH = _arrays.TORCH
+_STD, _LOGVAR = CODES["std"], CODES["logvar"]
 
 
 def _broadcast_event(x, shape):
@@ -329,6 +348,7 @@ class FullGaussian(Gaussian):
     """
 
     family = "full"
+    __slots__ = ()
 
     def __init__(self, mean, *args, scale_tril=None, covariance=None, precision_matrix=None,
                  packed_scale_tril=None, log_diagonal=False):
@@ -422,6 +442,7 @@ class LowRankGaussian(Gaussian):
     """
 
     family = "low_rank"
+    __slots__ = ()
 
     def __init__(self, mean, *args, cov_factor=None, cov_diag=None):
         cls = "LowRankGaussian"

@@ -111,9 +111,19 @@ class Kept:
         The result, handed over once: the result's autograd node holds the Kept, which then holds no reference back to it (a cycle only the garbage collector would free, with the kept gradients).
         """
 
+    @property
+    def codes(self) -> tuple:
+        """The parameterization codes of p and q (p's alone against N(0, I))."""
+
+    @property
+    def versions(self) -> tuple:
+        """
+        Each array's version counter (torch's _version) at the call, in the order of p's mean and scale, then q's.
+        """
+
 def kept_backward(kept: Kept, grad: object) -> object:
     """
-    The gradients of sum(grad * values), values the result of the call that made kept, for its arrays (p's mean and scale, then q's), each [*batch, D]; None for those that did not require grad.
+    The gradients of sum(grad * values), values the result of the call that made kept: (None, then one per array: p's mean and scale, then q's), each [*batch, D], None for those that did not require grad; as an autograd Function's backward returns them. None where grad mode is on (a backward with create_graph, whose gradients must be differentiable).
     """
 
 def pairwise_kl_backward(p: object, q: object | None, grad: object, needs: object, threads: int) -> object:

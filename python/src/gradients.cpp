@@ -251,7 +251,21 @@ struct Kept {
   std::array<std::unique_ptr<double[]>, 4> unit;
   std::array<Shape, 4> shape;    // each array's own shape, its gradient's
   std::array<bool, 4> summed{};  // one row of the array paired with every row: its pairs summed
+  std::array<int, 2> codes{};    // p's and q's parameterizations (one: against N(0, I))
+  // Each tensor's version counter at the call (torch's `_version`), for a backward with
+  // create_graph, which differentiates the inputs again: as torch checks its saved tensors.
+  std::array<std::int64_t, 4> versions{};
 };
+
+std::int64_t version_of(nb::handle tensor) {
+  static PyObject* const name = PyUnicode_InternFromString("_version");  // as requires_grad's
+  PyObject* v = PyObject_GetAttr(tensor.ptr(), name);
+  if (!v) throw nb::python_error();
+  const long long version = PyLong_AsLongLong(v);
+  Py_DECREF(v);
+  if (version == -1 && PyErr_Occurred()) throw nb::python_error();
+  return version;
+}
 
 // Whether every array of side is a tensor [..., d], the side given by its diagonal.
 bool keepable(const Side& side, std::int64_t d) {
@@ -264,6 +278,7 @@ bool keepable(const Side& side, std::int64_t d) {
 }
 
 nb::object kept_backward_op(Kept& kept, nb::handle grad) {
+  if (grad_enabled()) return nb::none();  // create_graph: the caller differentiates torch's way
   const Array g = read_grad(grad, kept.batch);
   std::array<Result, 4> results;
   for (int k = 0; k < kept.count; ++k) {
@@ -288,10 +303,12 @@ nb::object kept_backward_op(Kept& kept, nb::handle grad) {
       }
     }
   });
-  nb::tuple out = nb::steal<nb::tuple>(PyTuple_New(kept.count));
+  // (None for the Kept, then one per array), as the autograd Function's backward returns them.
+  nb::tuple out = nb::steal<nb::tuple>(PyTuple_New(kept.count + 1));
+  PyTuple_SET_ITEM(out.ptr(), 0, nb::none().release().ptr());
   for (int k = 0; k < kept.count; ++k) {
     nb::object o = kept.unit[k] ? std::move(results[k].object) : nb::none();
-    PyTuple_SET_ITEM(out.ptr(), k, o.release().ptr());
+    PyTuple_SET_ITEM(out.ptr(), k + 1, o.release().ptr());
   }
   return out;
 }
@@ -324,10 +341,12 @@ nb::object kept_forward(Call& call, int threads) {
   kept->n = n;
   kept->d = d;
   kept->count = call.has_q ? 4 : 2;
+  kept->codes = {call.p.code, call.has_q ? call.q.code : -1};
   const auto size = static_cast<std::size_t>(n * d);
   const Side* sides[2] = {&call.p, &call.q};
   for (int k = 0; k < kept->count; ++k) {
     const Side& side = *sides[k / 2];
+    kept->versions[k] = version_of(side.objects[k % 2]);
     if (!requires_grad(side.objects[k % 2])) continue;
     kept->unit[k] = std::make_unique_for_overwrite<double[]>(std::max<std::size_t>(size, 1));
     const Array& a = side.arrays[k % 2];
@@ -376,11 +395,30 @@ void bind_gradients(nb::module_& m) {
           "take_values", [](Kept& k) { return std::exchange(k.values, nb::none()); },
           "The result, handed over once: the result's autograd node holds the Kept, which then "
           "holds no reference back to it (a cycle only the garbage collector would free, with "
-          "the kept gradients).");
+          "the kept gradients).")
+      .def_prop_ro(
+          "codes",
+          [](const Kept& k) {
+            return k.count == 4 ? nb::make_tuple(k.codes[0], k.codes[1])
+                                : nb::make_tuple(k.codes[0]);
+          },
+          "The parameterization codes of p and q (p's alone against N(0, I)).")
+      .def_prop_ro(
+          "versions",
+          [](const Kept& k) {
+            nb::list out;
+            for (int i = 0; i < k.count; ++i)
+              out.append(k.versions[i]);
+            return nb::tuple(out);
+          },
+          "Each array's version counter (torch's _version) at the call, in the order of p's mean "
+          "and scale, then q's.");
   m.def("kept_backward", &kept_backward_op, arg("kept"), arg("grad"),
-        "The gradients of sum(grad * values), values the result of the call that made kept, for "
-        "its arrays (p's mean and scale, then q's), each [*batch, D]; None for those that did not "
-        "require grad.");
+        "The gradients of sum(grad * values), values the result of the call that made kept: "
+        "(None, then one per array: p's mean and scale, then q's), each [*batch, D], None for "
+        "those that did not require grad; as an autograd Function's backward returns them. None "
+        "where grad mode is on (a backward with create_graph, whose gradients must be "
+        "differentiable).");
   m.def("pairwise_kl_backward", &pairwise_kl_backward_op, arg("p"), arg("q").none(), arg("grad"),
         arg("needs"), arg("threads"),
         "Gradients of sum(grad * pairwise_kl(p, q)) (q None: q = p) for the arrays flagged in "

@@ -442,6 +442,34 @@ def test_kept_step_some_tensors_fixed_retain_graph_and_create_graph(torch, rng):
     np.testing.assert_allclose(h.numpy(), (lv.exp() / 2).numpy(), rtol=1e-14)
 
 
+def test_kept_step_create_graph_of_both_sides_and_inputs_changed_in_place(torch, rng):
+    """create_graph differentiates the inputs as they were at the call: second derivatives of
+    KL(p || q) match float64 autograd of the direct formula, and an input modified in place
+    since the call is a RuntimeError (as torch's saved tensors give), not other values' gradients.
+    A backward without create_graph reads only the gradients kept at the call."""
+    leaves = [torch.from_numpy(rng.normal(size=(6, 5)) * 0.5).requires_grad_() for _ in range(4)]
+    out = kl_of(*leaves)
+    assert type(out.grad_fn).__name__ == "_KeptBackward"
+    grads = torch.autograd.grad(out.sum(), leaves, create_graph=True)
+    second = torch.autograd.grad(sum(g.square().sum() for g in grads), leaves)
+    with torch.enable_grad():
+        want = torch.autograd.grad(ref_kl_of(*leaves).sum(), leaves, create_graph=True)
+        want2 = torch.autograd.grad(sum(g.square().sum() for g in want), leaves)
+    assert_grads_close(grads, want, 1e-12)
+    assert_grads_close(second, want2, 1e-12)
+
+    m = leaves[0].detach().clone().requires_grad_()
+    out = kl_of(m, *leaves[1:])
+    with torch.no_grad():
+        m.add_(1.0)  # in place, after the call
+    with pytest.raises(RuntimeError, match=r"\[kl\] an input of shape \[6, 5\] was modified "
+                       r"by an in-place operation after the call \(it is at version 1, "
+                       r"expected 0\)"):
+        torch.autograd.grad(out.sum(), [m], create_graph=True)
+    (g,) = torch.autograd.grad(out.sum(), [m])  # the kept gradients: those at the call
+    assert_grads_close([g], want[:1], 1e-12)
+
+
 def test_kept_step_falls_back_where_it_does_not_apply(torch, rng):
     """A batch no one stride describes ([B, 1] against [1, T]), or arrays too large to keep: the
     library's backward computes the gradients again (the values and gradients are the same)."""
