@@ -195,11 +195,25 @@ def common_kind(arrays) -> str:
     return FLOAT64 if any(kind(a) == FLOAT64 for a in arrays) else FLOAT32
 
 
+def escaped(a) -> bool:
+    """Whether a is a torch.func wrapper still, after converted(): a batched tensor kept from
+    inside vmap, which nothing can read once its transform has exited."""
+    if not is_torch(a):
+        return False
+    functorch = getattr(torch_module()._C, "_functorch", None)
+    return functorch is not None and functorch.is_functorch_wrapped_tensor(a)
+
+
 def converted(a, k: str):
     """a in dtype k as NumPy reads it in place (native byte order), or a tensor of that dtype;
     the same object when nothing changes."""
     if is_torch(a):
         torch = torch_module()
+        # A torch.func.grad wrapper that outlived its transform: the tensor it holds, which
+        # torch's own operations read in its place (a vmap one stays wrapped: escaped()).
+        unwrap = getattr(getattr(torch._C, "_functorch", None), "unwrap_if_dead", None)
+        if unwrap is not None:
+            a = unwrap(a)
         target = torch.float64 if k == FLOAT64 else torch.float32
         if a.dtype != target:
             a = a.to(target)

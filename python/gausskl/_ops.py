@@ -111,6 +111,11 @@ class _Request:
             if got == TORCH_PATH or _arrays.transformed():
                 return self.finish(self.torch_ops())
             if converted:
+                if any(_arrays.escaped(a) for g in self.gaussians for a in g._spec[1:]):
+                    raise RuntimeError(
+                        f"[{self.op}] a tensor escaped from inside torch.func.vmap after its "
+                        "transform exited (torch's own operations refuse it too): return it from "
+                        "the vmapped function instead of keeping it")
                 raise RuntimeError(f"[{self.op}] internal error: inputs not readable after "
                                    "conversion")
             self.convert()

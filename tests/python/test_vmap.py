@@ -113,3 +113,29 @@ def test_errors_inside_vmap_keep_the_library_message(torch, batch):
     bad[2, 1, 0] = float("nan")
     with pytest.raises(ValueError, match=r"^\[kl_standard_normal\] p.mean must be finite"):
         torch.func.vmap(lambda m, v: gk.kl_standard_normal(diag(m, v)))(bad, logvar)
+
+
+def test_tensors_that_outlived_their_transform(torch, batch):
+    """A torch.func.grad wrapper kept past its transform (appended to a list inside the function)
+    holds its tensor: gausskl reads that tensor, as torch's own operations do. A batched tensor
+    kept from inside vmap is a clear error, as torch's own operations refuse it."""
+    mu, logvar = batch
+    leaked = []
+
+    def keep(m):
+        leaked.append(m)
+        return m.sum()
+
+    torch.func.grad(keep)(mu[0])
+    w = leaked.pop()
+    assert torch._C._functorch.is_functorch_wrapped_tensor(w)
+    p, want = diag(w, logvar[0]), diag(mu[0], logvar[0])
+    torch.testing.assert_close(gk.kl_standard_normal(p), gk.kl_standard_normal(want),
+                               rtol=0, atol=0)
+    torch.testing.assert_close(gk.kl(p, want), torch.zeros(5, dtype=torch.float64),
+                               rtol=0, atol=0)
+    torch.testing.assert_close(gk.pairwise_kl(p), gk.pairwise_kl(want), rtol=0, atol=0)
+    torch.func.vmap(keep)(mu)
+    with pytest.raises(RuntimeError, match=r"^\[kl_standard_normal\] a tensor escaped from "
+                       r"inside torch.func.vmap after its transform exited"):
+        gk.kl_standard_normal(diag(leaked.pop(), logvar[0]))
