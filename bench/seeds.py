@@ -84,11 +84,11 @@ LOWER = {
         "(the backward's products, accumulated in double as exact gradients need)", ()),
     "vae_grad": ("a training step through an autograd.Function that computes nothing (torch's C "
                  "apply, as gausskl calls it) + the library's share of the step from C++ (the "
-                 "values with their gradients, then the gradients scaled)",
+                 "values with their gradients, which sum(KL) takes as they are)",
                  ("BM_kl_standard_normal_with_gradients/N:128/D:32",)),
     "prior_grad": ("a training step through an autograd.Function that computes nothing (torch's "
                    "C apply) + the library's share of the step from C++ (the values with their "
-                   "gradients, then the gradients scaled)",
+                   "gradients, which sum(KL) takes as they are)",
                    ("BM_kl_diag_with_gradients/N:128/D:32",)),
 }
 

@@ -63,14 +63,20 @@ GAUSSKL_API void kl_standard_normal_backward(const Gaussians<double>& p,
 
 // A training step's forward that keeps its gradients: out[i] = KL(p_i || q_i), as kl gives it, and
 // in dp and dq each row's own gradients, dKL(p_i || q_i) / d(array) at row i (kl_backward's for
-// grad = 1), in double whatever T is. The step's backward is then scale_rows, one product per
-// element, where kl_backward would compute every exponential again: p and q both given by logvar
-// (the VAE's prior term, a learned prior) take one pass for both (bench/README.md, "The seeds' own
-// sizes"). Diagonal batches, any parameterization and strides, N = 1 on one side paired with every
-// row of the other as kl pairs it: each of that side's spans then holds every pair's own gradient
-// ([n, D] like the other side's; sum_scaled_rows makes the side's gradient). Errors are kl's (op
-// "kl", or "kl_standard_normal" below) plus the spans' sizes; other families are
-// std::invalid_argument. No span may overlap another or the batches' arrays.
+// grad = 1), computed in double and rounded once to the spans' type: T, or double. The step's
+// backward is then one product per element (scale_rows), where kl_backward would compute every
+// exponential again: p and q both given by logvar (the VAE's prior term, a learned prior) take one
+// pass for both (bench/README.md, "The seeds' own sizes"). Spans of T can be scaled in place and
+// become the gradients themselves (nothing to scale for a loss sum(KL): grad = 1); double keeps
+// the exact values a sum needs. Diagonal batches, any parameterization and strides, N = 1 on one
+// side paired with every row of the other as kl pairs it: each of that side's spans then holds
+// every pair's own gradient ([n, D] like the other side's; sum_scaled_rows, from double, makes the
+// side's gradient). Errors are kl's (op "kl", or "kl_standard_normal" below) plus the spans'
+// sizes; other families are std::invalid_argument. No span may overlap another or the batches'
+// arrays.
+GAUSSKL_API void kl_with_gradients(const Gaussians<float>& p, const Gaussians<float>& q,
+                                   std::span<float> out, const Gradients<float>& dp,
+                                   const Gradients<float>& dq, const Options& options = {});
 GAUSSKL_API void kl_with_gradients(const Gaussians<float>& p, const Gaussians<float>& q,
                                    std::span<float> out, const Gradients<double>& dp,
                                    const Gradients<double>& dq, const Options& options = {});
@@ -78,6 +84,9 @@ GAUSSKL_API void kl_with_gradients(const Gaussians<double>& p, const Gaussians<d
                                    std::span<double> out, const Gradients<double>& dp,
                                    const Gradients<double>& dq, const Options& options = {});
 // The same against N(0, I).
+GAUSSKL_API void kl_standard_normal_with_gradients(const Gaussians<float>& p, std::span<float> out,
+                                                   const Gradients<float>& dp,
+                                                   const Options& options = {});
 GAUSSKL_API void kl_standard_normal_with_gradients(const Gaussians<float>& p, std::span<float> out,
                                                    const Gradients<double>& dp,
                                                    const Options& options = {});
@@ -88,12 +97,17 @@ GAUSSKL_API void kl_standard_normal_with_gradients(const Gaussians<double>& p,
 
 // The backward of a kept gradient: dst[i * k + j] = grad[i] * unit[i * k + j] for the rows i <
 // grad.size() (k = unit.size() / grad.size()), each product in double rounded once to T: the
-// gradient of L = sum_i grad[i] KL_i with respect to one array, from that array's span filled by
-// kl_with_gradients. Sizes that do not match: std::invalid_argument ("[scale_rows] ...").
+// gradient of L = sum_i grad[i] KL_i with respect to one array, from that array's double span
+// filled by kl_with_gradients. Sizes that do not match: std::invalid_argument ("[scale_rows] ...").
 GAUSSKL_API void scale_rows(std::span<const double> unit, std::span<const float> grad,
                             std::span<float> dst);
 GAUSSKL_API void scale_rows(std::span<const double> unit, std::span<const double> grad,
                             std::span<double> dst);
+// The same in place, from a span of T: rows[i * k + j] *= grad[i], each product rounded once to T
+// (with the kept value's own rounding, within an ulp of the exact product). rows not whole rows of
+// grad: std::invalid_argument ("[scale_rows] ...").
+GAUSSKL_API void scale_rows(std::span<const float> grad, std::span<float> rows);
+GAUSSKL_API void scale_rows(std::span<const double> grad, std::span<double> rows);
 
 // The backward of a kept gradient of a side paired with every row (one distribution, or an array
 // read with row stride 0): dst[j] = sum_i grad[i] * unit[i * k + j] for j < k = dst.size(), over

@@ -180,24 +180,30 @@ class _Rowwise(torch.autograd.Function):
                 *_torch_grads(_rowwise_values_of, specs, ctx.slots, tensors, flags, grad))
 
 
-def _rowwise_differentiable(codes, tensors, flags, grad):
-    """create_graph: the gradients of row-wise KL of (codes[0], *tensors[:2]) against
-    (codes[1], *tensors[2:]) (N(0, I) without them), in torch operations."""
+def _pair_specs(codes, tensors):
+    """The specs and slots of row-wise KL of (codes[0], *tensors[:2]) against
+    (codes[1], *tensors[2:]) (N(0, I) without them)."""
     specs = [(codes[0], *tensors[:2])] + ([(codes[1], *tensors[2:])] if len(tensors) > 2 else [])
-    slots = tuple((i // 2, 1 + i % 2) for i in range(len(tensors)))
+    return specs, tuple((i // 2, 1 + i % 2) for i in range(len(tensors)))
+
+
+def _rowwise_differentiable(codes, tensors, flags, grad):
+    """create_graph: the gradients of row-wise KL of _pair_specs(codes, tensors), in torch
+    operations."""
+    specs, slots = _pair_specs(codes, tensors)
     return tuple(_torch_grads(_rowwise_values_of, specs, slots, tensors, flags, grad,
                               create_graph=True))
 
 
 class _Kept(torch.autograd.Function):
     """Row-wise KL of diagonal tensors whose forward kept each pair's gradients (an _ext.Kept,
-    made with the values in one pass): the backward scales them by the upstream gradient (and
-    sums them for an array of one row paired with every row)."""
+    made with the values in one pass): the first backward scales them by the upstream gradient in
+    place and hands them over (sums them for an array of one row paired with every row)."""
 
     @staticmethod
     def forward(ctx, kept, *tensors):
-        # The inputs are read only by a backward with create_graph. Kept on ctx, not by
-        # save_for_backward (3 us of a 95 us step, bench/README.md): the Kept has their version
+        # The inputs are read only by a backward that differentiates them again. Kept on ctx, not
+        # by save_for_backward (3 us of a 95 us step, bench/README.md): the Kept has their version
         # counters, checked as torch checks saved tensors; inputs on ctx make no cycle.
         ctx.kept, ctx.tensors = kept, tensors
         return kept.take_values()
@@ -205,10 +211,19 @@ class _Kept(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         grads = _ext.kept_backward(ctx.kept, grad)
-        if grads is None:  # create_graph: differentiable gradients, in torch operations
-            return (None, *_rowwise_differentiable(ctx.kept.codes, _unchanged(ctx),
-                                                   ctx.needs_input_grad[1:], grad))
-        return grads
+        if grads is not None:
+            return grads
+        # create_graph (differentiable gradients, in torch operations), or a second backward
+        # (retain_graph): the kept gradients went to the first, so the inputs are differentiated
+        # again.
+        kept = ctx.kept
+        tensors, flags = _unchanged(ctx), ctx.needs_input_grad[1:]
+        if torch.is_grad_enabled():
+            return (None, *_rowwise_differentiable(kept.codes, tensors, flags, grad))
+        specs, slots = _pair_specs(kept.codes, tensors)
+        grads = _ext.kl_backward(specs[0], specs[1] if len(specs) > 1 else None, grad,
+                                 _needs(specs, slots, flags), kept.threads)
+        return (None, *_picked(grads, specs, slots, flags, tensors))
 
 
 def _unchanged(ctx):
@@ -220,7 +235,8 @@ def _unchanged(ctx):
             raise RuntimeError(
                 f"[{op}] an input of shape {list(t.shape)} was modified by an in-place operation "
                 f"after the call (it is at version {t._version}, expected {version}): a backward "
-                "with create_graph differentiates the inputs as they were")
+                "that differentiates the inputs again (create_graph, or a second backward) reads "
+                "them as they were")
     return ctx.tensors
 
 
@@ -333,11 +349,13 @@ def kept(out, p, q, threads: int, budget: int):
     values, differentiable through the gradients kept with them."""
     if _KEPT_APPLY is None or _TRANSFORMS():
         return rowwise("kl" if q is not None else "kl_standard_normal", p, q, threads, budget)
+    # No functorch wrapper to unwrap, as _apply does: the extension reads none (a Kept means that
+    # it read every tensor).
     pa = p._spec
     if q is None:
-        return _KEPT_APPLY(out, _UNWRAP(pa[1]), _UNWRAP(pa[2]))
+        return _KEPT_APPLY(out, pa[1], pa[2])
     qa = q._spec
-    return _KEPT_APPLY(out, _UNWRAP(pa[1]), _UNWRAP(pa[2]), _UNWRAP(qa[1]), _UNWRAP(qa[2]))
+    return _KEPT_APPLY(out, pa[1], pa[2], qa[1], qa[2])
 
 
 def rowwise(op: str, p, q, threads: int, budget: int):

@@ -121,9 +121,13 @@ class Kept:
         Each array's version counter (torch's _version) at the call, in the order of p's mean and scale, then q's.
         """
 
+    @property
+    def threads(self) -> int:
+        """The call's threads, for a second backward."""
+
 def kept_backward(kept: Kept, grad: object) -> object:
     """
-    The gradients of sum(grad * values), values the result of the call that made kept: (None, then one per array: p's mean and scale, then q's), each [*batch, D], None for those that did not require grad; as an autograd Function's backward returns them. None where grad mode is on (a backward with create_graph, whose gradients must be differentiable).
+    The gradients of sum(grad * values), values the result of the call that made kept: (None, then one per array: p's mean and scale, then q's), each [*batch, D], None for those that did not require grad; as an autograd Function's backward returns them. The first backward has them: None for a later one (retain_graph), and where grad mode is on (a backward with create_graph, whose gradients must be differentiable).
     """
 
 def pairwise_kl_backward(p: object, q: object | None, grad: object, needs: object, threads: int) -> object:

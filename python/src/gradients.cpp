@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -233,27 +235,40 @@ nb::object pairwise_kl_backward_op(nb::handle p, nb::handle q, nb::handle grad, 
 
 // ---- a training step's kept gradients ----
 
-// Elements per array above which a training step's forward keeps no gradients (they take 8 bytes
-// each, and the backward computes them again instead): kept, the VAE's 128 x 32 step saves a
-// second pass of exponentials, ~25% of its time (bench/README.md, "The seeds' own sizes"); at 2^20
-// the four arrays of a learned prior hold 32 MiB.
+// Elements per array above which a training step's forward keeps no gradients (they take an
+// element each, a double where a sum needs them, and the backward computes them again instead):
+// kept, the VAE's 128 x 32 step saves a second pass of exponentials, ~25% of its time
+// (bench/README.md, "The seeds' own sizes"); at 2^20 the four arrays of a learned prior hold
+// 16 MiB in float.
 constexpr std::int64_t kKeptElements = std::int64_t{1} << 20;
 
-// The values of a row-wise call and each pair's own gradients (double, [n, d] per wanted array,
-// in the order p.mean, p.scale, q.mean, q.scale), for the call's backward.
+// The values of a row-wise call and each pair's own gradients ([n, d] per wanted array, in the
+// order p.mean, p.scale, q.mean, q.scale), for the call's backward. Where every array has a row
+// per pair, each gradient is made as a tensor of its array's shape and dtype, which the backward
+// scales in place and hands over (nothing to scale for a loss sum(KL)): the forward allocates what
+// the backward returns (bench/README.md, "Kept gradients handed over"). Where an array has one row
+// paired with every row, every gradient is kept in double, the sum's exact terms, and the backward
+// makes new arrays of them. Either way the first backward consumes them; a later one (retain_graph)
+// differentiates the inputs again.
 struct Kept {
   nb::object values;
   DType dtype = DType::other;
   const dlpack::ExchangeApi* api = nullptr;
   Shape batch;  // the result's shape
   std::int64_t n = 0, d = 0;
-  int count = 0;  // 2 (against N(0, I)) or 4
-  std::array<std::unique_ptr<double[]>, 4> unit;
-  std::array<Shape, 4> shape;    // each array's own shape, its gradient's
+  int count = 0;                  // 2 (against N(0, I)) or 4
+  int threads = 0;                // the call's, for a second backward
+  bool handed = false;            // gradients in `own`, handed over by the first backward
+  bool spent = false;             // a backward ran: a later one differentiates the inputs again
+  std::array<nb::object, 4> own;  // handed: the gradients, in the call's dtype
+  std::array<std::unique_ptr<double[]>, 4> unit;  // not handed: the gradients, in double
+  std::array<void*, 4> data{};                    // own's or unit's elements
+  std::array<Shape, 4> shape;                     // each array's own shape, its gradient's
   std::array<bool, 4> summed{};  // one row of the array paired with every row: its pairs summed
   std::array<int, 2> codes{};    // p's and q's parameterizations (one: against N(0, I))
-  // Each tensor's version counter at the call (torch's `_version`), for a backward with
-  // create_graph, which differentiates the inputs again: as torch checks its saved tensors.
+  // Each tensor's version counter at the call (torch's `_version`), for a backward that
+  // differentiates the inputs again (create_graph, or one after the gradients were handed over):
+  // as torch checks its saved tensors.
   std::array<std::int64_t, 4> versions{};
 };
 
@@ -277,9 +292,30 @@ bool keepable(const Side& side, std::int64_t d) {
   return true;
 }
 
-nb::object kept_backward_op(Kept& kept, nb::handle grad) {
-  if (grad_enabled()) return nb::none();  // create_graph: the caller differentiates torch's way
-  const Array g = read_grad(grad, kept.batch);
+// The handed gradients scaled in place by g, then handed over (the tuple's items from 1).
+void hand_over(Kept& kept, const Array& g, nb::tuple& out) {
+  with_type(kept.dtype, [&](auto t) {
+    using T = decltype(t);
+    T value{};
+    if (broadcast_scalar(g, value) && value == T(1)) return;  // a loss sum(KL)
+    std::vector<T> buffer;
+    const std::span<const T> upstream = contiguous<T>(g, buffer);
+    const auto size = static_cast<std::size_t>(kept.n * kept.d);
+    nb::gil_scoped_release release;
+    for (int k = 0; k < kept.count; ++k) {
+      if (kept.data[k]) scale_rows(upstream, std::span<T>(static_cast<T*>(kept.data[k]), size));
+    }
+  });
+  for (int k = 0; k < kept.count; ++k) {
+    nb::object o = kept.data[k] ? std::exchange(kept.own[k], {}) : nb::none();
+    PyTuple_SET_ITEM(out.ptr(), k + 1, o.release().ptr());
+    kept.data[k] = nullptr;
+  }
+}
+
+// New arrays of the double gradients times g (summed over the pairs for a summed array), which
+// are then freed.
+void scale_copies(Kept& kept, const Array& g, nb::tuple& out) {
   std::array<Result, 4> results;
   for (int k = 0; k < kept.count; ++k) {
     if (kept.unit[k]) {
@@ -303,13 +339,27 @@ nb::object kept_backward_op(Kept& kept, nb::handle grad) {
       }
     }
   });
-  // (None for the Kept, then one per array), as the autograd Function's backward returns them.
-  nb::tuple out = nb::steal<nb::tuple>(PyTuple_New(kept.count + 1));
-  PyTuple_SET_ITEM(out.ptr(), 0, nb::none().release().ptr());
   for (int k = 0; k < kept.count; ++k) {
     nb::object o = kept.unit[k] ? std::move(results[k].object) : nb::none();
     PyTuple_SET_ITEM(out.ptr(), k + 1, o.release().ptr());
+    kept.unit[k].reset();
+    kept.data[k] = nullptr;
   }
+}
+
+nb::object kept_backward_op(Kept& kept, nb::handle grad) {
+  // create_graph (the caller differentiates torch's way), or a backward already ran.
+  if (kept.spent || grad_enabled()) return nb::none();
+  const Array g = read_grad(grad, kept.batch);
+  // (None for the Kept, then one per array), as the autograd Function's backward returns them.
+  nb::tuple out = nb::steal<nb::tuple>(PyTuple_New(kept.count + 1));
+  PyTuple_SET_ITEM(out.ptr(), 0, nb::none().release().ptr());
+  if (kept.handed) {
+    hand_over(kept, g, out);
+  } else {
+    scale_copies(kept, g, out);
+  }
+  kept.spent = true;
   return out;
 }
 
@@ -341,37 +391,59 @@ nb::object kept_forward(Call& call, int threads) {
   kept->n = n;
   kept->d = d;
   kept->count = call.has_q ? 4 : 2;
+  kept->threads = threads;
   kept->codes = {call.p.code, call.has_q ? call.q.code : -1};
   const auto size = static_cast<std::size_t>(n * d);
   const Side* sides[2] = {&call.p, &call.q};
+  std::array<bool, 4> wanted{};
   for (int k = 0; k < kept->count; ++k) {
     const Side& side = *sides[k / 2];
     kept->versions[k] = version_of(side.objects[k % 2]);
-    if (!requires_grad(side.objects[k % 2])) continue;
-    kept->unit[k] = std::make_unique_for_overwrite<double[]>(std::max<std::size_t>(size, 1));
+    wanted[k] = requires_grad(side.objects[k % 2]);
+    if (!wanted[k]) continue;
     const Array& a = side.arrays[k % 2];
     Shape& own = kept->shape[k];
     own.ndim = a.ndim;
     std::copy(a.shape.begin(), a.shape.begin() + a.ndim, own.dims.begin());
     kept->summed[k] = own.count() != n * d;  // one row (an expanded [B, D] has a row per pair)
   }
-  const auto span = [&](int k) {
-    return kept->unit[k] ? std::span<double>(kept->unit[k].get(), size) : std::span<double>();
-  };
+  kept->handed = std::none_of(kept->summed.begin(), kept->summed.end(), std::identity{});
+  for (int k = 0; k < kept->count; ++k) {
+    if (!wanted[k]) continue;
+    if (kept->handed) {
+      Result r = make_result(call.api, call.dtype, kept->shape[k].ndim, kept->shape[k].dims.data());
+      kept->own[k] = std::move(r.object);
+      kept->data[k] = r.data;
+    } else {
+      kept->unit[k] = std::make_unique_for_overwrite<double[]>(std::max<std::size_t>(size, 1));
+      kept->data[k] = kept->unit[k].get();
+    }
+  }
   Result values = make_result(call.api, call.dtype, batch.ndim, batch.dims.data());
   Jittered unused;
   const Options options = options_of(threads, 0, 0, 0, false, unused);
   with_type(call.dtype, [&](auto t) {
     using T = decltype(t);
     const std::span<T> out(static_cast<T*>(values.data), static_cast<std::size_t>(n));
-    nb::gil_scoped_release release;
-    if (call.has_q) {
-      kl_with_gradients(view_of<T>(call.p, layout, 0, n), view_of<T>(call.q, layout, 0, n), out,
-                        Gradients<double>{span(0), span(1)}, Gradients<double>{span(2), span(3)},
-                        options);
+    const Gaussians<T> pv = view_of<T>(call.p, layout, 0, n);
+    // The gradients in T (handed over) or in double (S).
+    const auto run = [&](auto s) {
+      using S = decltype(s);
+      const auto span = [&](int k) {
+        return std::span<S>(static_cast<S*>(kept->data[k]), kept->data[k] ? size : 0);
+      };
+      nb::gil_scoped_release release;
+      if (call.has_q) {
+        kl_with_gradients(pv, view_of<T>(call.q, layout, 0, n), out, Gradients<S>{span(0), span(1)},
+                          Gradients<S>{span(2), span(3)}, options);
+      } else {
+        kl_standard_normal_with_gradients(pv, out, Gradients<S>{span(0), span(1)}, options);
+      }
+    };
+    if (kept->handed) {
+      run(T{});
     } else {
-      kl_standard_normal_with_gradients(view_of<T>(call.p, layout, 0, n), out,
-                                        Gradients<double>{span(0), span(1)}, options);
+      run(double{});
     }
   });
   kept->values = std::move(values.object);
@@ -412,13 +484,14 @@ void bind_gradients(nb::module_& m) {
             return nb::tuple(out);
           },
           "Each array's version counter (torch's _version) at the call, in the order of p's mean "
-          "and scale, then q's.");
+          "and scale, then q's.")
+      .def_ro("threads", &Kept::threads, "The call's threads, for a second backward.");
   m.def("kept_backward", &kept_backward_op, arg("kept"), arg("grad"),
         "The gradients of sum(grad * values), values the result of the call that made kept: "
         "(None, then one per array: p's mean and scale, then q's), each [*batch, D], None for "
-        "those that did not require grad; as an autograd Function's backward returns them. None "
-        "where grad mode is on (a backward with create_graph, whose gradients must be "
-        "differentiable).");
+        "those that did not require grad; as an autograd Function's backward returns them. The "
+        "first backward has them: None for a later one (retain_graph), and where grad mode is on "
+        "(a backward with create_graph, whose gradients must be differentiable).");
   m.def("pairwise_kl_backward", &pairwise_kl_backward_op, arg("p"), arg("q").none(), arg("grad"),
         arg("needs"), arg("threads"),
         "Gradients of sum(grad * pairwise_kl(p, q)) (q None: q = p) for the arrays flagged in "

@@ -118,10 +118,9 @@ void kl_standard_normal_backward_impl(const Gaussians<T>& p, std::span<const T> 
 }
 
 // kl (q a batch) or kl_standard_normal (q null) with each row's own gradients.
-template <class T>
+template <class T, class S>
 void with_gradients_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::span<T> out,
-                         const Gradients<double>& dp, const Gradients<double>& dq,
-                         const Options& options) {
+                         const Gradients<S>& dp, const Gradients<S>& dq, const Options& options) {
   const char* op = q ? "kl" : "kl_standard_normal";
   check_options(op, options);
   detail::require_kl(op, options);
@@ -174,6 +173,17 @@ void scale_rows_impl(std::span<const double> unit, std::span<const T> grad, std:
          "dst has " + show(dst.size()) + " elements, expected " + show(unit.size()) + " (as unit)");
   }
   if (n > 0) cpu::scale_rows(unit.data(), n, size / n, grad.data(), dst.data());
+}
+
+template <class T>
+void scale_rows_in_place_impl(std::span<const T> grad, std::span<T> rows) {
+  const auto n = static_cast<std::int64_t>(grad.size());
+  const auto size = static_cast<std::int64_t>(rows.size());
+  if (n == 0 ? size != 0 : size % n != 0) {
+    fail("scale_rows",
+         "rows has " + show(rows.size()) + " elements, not rows of grad's " + show(n));
+  }
+  if (n > 0) cpu::scale_rows_in_place(rows.data(), n, size / n, grad.data());
 }
 
 template <class T>
@@ -260,10 +270,13 @@ void pairwise_backward_impl(const Gaussians<T>& p, const Gaussians<T>* q,
   }                                                                                                \
   void kl_standard_normal_with_gradients(const Gaussians<T>& p, std::span<T> out,                  \
                                          const Gradients<double>& dp, const Options& options) {    \
-    with_gradients_impl<T>(p, nullptr, out, dp, Gradients<double>{}, options);                     \
+    with_gradients_impl<T, double>(p, nullptr, out, dp, Gradients<double>{}, options);             \
   }                                                                                                \
   void scale_rows(std::span<const double> unit, std::span<const T> grad, std::span<T> dst) {       \
     scale_rows_impl(unit, grad, dst);                                                              \
+  }                                                                                                \
+  void scale_rows(std::span<const T> grad, std::span<T> rows) {                                    \
+    scale_rows_in_place_impl(grad, rows);                                                          \
   }                                                                                                \
   void sum_scaled_rows(std::span<const double> unit, std::span<const T> grad, std::span<T> dst) {  \
     sum_scaled_rows_impl(unit, grad, dst);                                                         \
@@ -271,5 +284,16 @@ void pairwise_backward_impl(const Gaussians<T>& p, const Gaussians<T>* q,
 GAUSSKL_DEFINE(float)
 GAUSSKL_DEFINE(double)
 #undef GAUSSKL_DEFINE
+
+// Float batches' gradients kept in float (the double ones are GAUSSKL_DEFINE's).
+void kl_with_gradients(const Gaussians<float>& p, const Gaussians<float>& q, std::span<float> out,
+                       const Gradients<float>& dp, const Gradients<float>& dq,
+                       const Options& options) {
+  with_gradients_impl(p, &q, out, dp, dq, options);
+}
+void kl_standard_normal_with_gradients(const Gaussians<float>& p, std::span<float> out,
+                                       const Gradients<float>& dp, const Options& options) {
+  with_gradients_impl<float, float>(p, nullptr, out, dp, Gradients<float>{}, options);
+}
 
 }  // namespace gausskl

@@ -18,17 +18,21 @@ void kl_rowwise_backward(const Gaussians<T>& p, const Gaussians<T>* q, std::int6
                          const T* grad, const Gradients<T>& dp, const Gradients<T>& dq,
                          int workers);
 
-// Row-wise values with each row's own gradients (grad = 1) in double: diagonal p and q (or
-// q == nullptr, N(0, I)), each with n rows. Empty spans are not written.
-template <class T>
+// Row-wise values with each row's own gradients (grad = 1), computed in double and rounded once to
+// S (T, or double): diagonal p and q (or q == nullptr, N(0, I)), each with n rows. Empty spans are
+// not written.
+template <class T, class S>
 void kl_rowwise_with_gradients(const DiagGaussians<T>& p, const DiagGaussians<T>* q, std::int64_t n,
-                               T* out, const Gradients<double>& dp, const Gradients<double>& dq,
-                               int workers);
+                               T* out, const Gradients<S>& dp, const Gradients<S>& dq, int workers);
 
 // dst[i * row_size + k] = grad[i] * unit[i * row_size + k] for i < rows, each product in double.
 template <class T>
 void scale_rows(const double* unit, std::int64_t rows, std::int64_t row_size, const T* grad,
                 T* dst) noexcept;
+
+// data[i * row_size + k] *= grad[i] for i < rows, in place.
+template <class T>
+void scale_rows_in_place(T* data, std::int64_t rows, std::int64_t row_size, const T* grad) noexcept;
 
 // dst[k] = sum_{i < rows} grad[i] * unit[i * row_size + k], summed in double in row order.
 template <class T>

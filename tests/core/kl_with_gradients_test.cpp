@@ -1,13 +1,15 @@
-// gausskl::kl_with_gradients, kl_standard_normal_with_gradients and scale_rows
+// gausskl::kl_with_gradients, kl_standard_normal_with_gradients, scale_rows and sum_scaled_rows
 // (gausskl/gradients.hpp): the values against the long-double reference KL, and the kept
-// gradients, scaled by an upstream gradient, against the gradient oracle (support/
+// gradients, in double or in T (then scaled in place), scaled by an upstream gradient, against
+// the gradient oracle (support/
 // gradient_oracle.hpp, itself checked against finite differences in kl_backward_test.cpp): every
 // diagonal parameterization on each side (p and q both logvar take the one-pass kernel, the others
 // the forward and backward kernels in turn), all data sets, D with and without a partial vector,
 // strided views, thread counts, and the input rules.
 //
 // Bars as kl_backward_test.cpp's: 1e-13 for double outputs, 1.2e-7 for float outputs (their
-// rounding); values: |got - ref| / (|ref| + 1) within 1e-13, or float's rounding.
+// rounding; kept in float and scaled in place, two roundings: 1.8e-7); values: |got - ref| /
+// (|ref| + 1) within 1e-13, or float's rounding.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -48,11 +50,11 @@ std::vector<T> upstream(std::int64_t n) {
   return g;
 }
 
-// The values and the kept gradients (every one wanted).
-template <class T>
+// The values and the kept gradients (every one wanted), in S: T or double.
+template <class T, class S = double>
 struct Kept {
   std::vector<T> values;
-  std::vector<double> unit[4];  // p.mean, p.scale, q.mean, q.scale
+  std::vector<S> unit[4];  // p.mean, p.scale, q.mean, q.scale
 };
 
 // The pairs' count: a side of one row is paired with every row of the other.
@@ -61,19 +63,20 @@ std::int64_t pairs(const Gaussians<T>& p, const Gaussians<T>* q) {
   return q ? std::max(p.n(), q->n()) : p.n();
 }
 
-template <class T>
-Kept<T> with_gradients(const Gaussians<T>& p, const Gaussians<T>* q, const Options& options = {}) {
-  Kept<T> k;
+template <class T, class S = double>
+Kept<T, S> with_gradients(const Gaussians<T>& p, const Gaussians<T>* q,
+                          const Options& options = {}) {
+  Kept<T, S> k;
   const std::int64_t n = pairs(p, q);
   k.values.resize(static_cast<std::size_t>(n));
   for (int a = 0; a < (q ? 4 : 2); ++a)
     k.unit[a].resize(static_cast<std::size_t>(n * p.d()));
   if (q) {
-    kl_with_gradients(p, *q, std::span<T>(k.values), Gradients<double>{k.unit[0], k.unit[1]},
-                      Gradients<double>{k.unit[2], k.unit[3]}, options);
+    kl_with_gradients(p, *q, std::span<T>(k.values), Gradients<S>{k.unit[0], k.unit[1]},
+                      Gradients<S>{k.unit[2], k.unit[3]}, options);
   } else {
-    kl_standard_normal_with_gradients(p, std::span<T>(k.values),
-                                      Gradients<double>{k.unit[0], k.unit[1]}, options);
+    kl_standard_normal_with_gradients(p, std::span<T>(k.values), Gradients<S>{k.unit[0], k.unit[1]},
+                                      options);
   }
   return k;
 }
@@ -120,6 +123,19 @@ void check(const Gaussians<T>& p, const Gaussians<T>* q, bool alike, bool exact_
       for (const double x : got.unit[a])
         ASSERT_EQ(x, 0.0) << label << " " << names[a];
     }
+  }
+  // Kept in T: the double values rounded once (the same bits as rounding the double span), and
+  // for a side with a row per pair, scaled in place within the oracle's bar plus one rounding.
+  const Kept<T, T> narrow = with_gradients<T, T>(p, q);
+  EXPECT_EQ(narrow.values, got.values) << label;
+  for (int a = 0; a < (q ? 4 : 2); ++a) {
+    for (std::size_t k = 0; k < got.unit[a].size(); ++k)
+      ASSERT_EQ(narrow.unit[a][k], static_cast<T>(got.unit[a][k])) << label << " " << k;
+    if ((a < 2 ? p.n() : q->n()) < n) continue;
+    std::vector<T> rows = narrow.unit[a];
+    scale_rows(std::span<const T>(grad), std::span<T>(rows));
+    EXPECT_LE(gradient_error(std::span<const T>(rows), *refs[a], Measure::terms), 1.5 * bar<T>())
+        << label << " " << names[a] << " (in place)";
   }
 }
 
@@ -207,8 +223,9 @@ TEST(KlWithGradients, AgreesWithKlThenKlBackward) {
 }
 
 // scale_rows and sum_scaled_rows on every SIMD target the CPU runs: each element one product in
-// double rounded once (a sum: products added in row order), the bits of that scalar loop; rows of
-// 1, 37 (a partial vector) and 1100 (past sum_scaled_rows' 512-column block) elements.
+// double rounded once (a sum: products added in row order; in place: one product in float), the
+// bits of that scalar loop; rows of 1, 37 (a partial vector) and 1100 (past sum_scaled_rows'
+// 512-column block) elements.
 TEST(KlWithGradients, ScalingOnEveryTarget) {
   Rng rng(125);
   for (const std::int64_t target : hwy::SupportedAndGeneratedTargets()) {
@@ -226,11 +243,15 @@ TEST(KlWithGradients, ScalingOnEveryTarget) {
                  std::span<float>(rows));
       sum_scaled_rows(std::span<const double>(unit), std::span<const float>(grad),
                       std::span<float>(sums));
+      std::vector<float> in_place(unit.begin(), unit.end());
+      scale_rows(std::span<const float>(grad), std::span<float>(in_place));
       for (std::int64_t j = 0; j < k; ++j) {
         double sum = 0;
         for (std::int64_t i = 0; i < n; ++i) {
           const double product = static_cast<double>(grad[i]) * unit[i * k + j];
           ASSERT_EQ(rows[i * k + j], static_cast<float>(product)) << k << " " << i << " " << j;
+          const float narrow = grad[i] * static_cast<float>(unit[i * k + j]);
+          ASSERT_EQ(in_place[i * k + j], narrow) << k << " " << i << " " << j;
           sum += product;
         }
         ASSERT_EQ(sums[j], static_cast<float>(sum)) << k << " " << j;
@@ -336,6 +357,10 @@ TEST(KlWithGradients, InputRules) {
                    std::span<double>(five));
       },
       {"[scale_rows]", "dst has 5 elements, expected 6"});
+  expect_invalid([&] { scale_rows(std::span<const double>(g4), std::span<double>(six)); },
+                 {"[scale_rows]", "rows has 6 elements, not rows of grad's 4"});
+  expect_invalid([&] { scale_rows(std::span<const double>(), std::span<double>(six)); },
+                 {"[scale_rows]", "rows has 6 elements, not rows of grad's 0"});
   // sum_scaled_rows: grad's rows of dst's size.
   expect_invalid(
       [&] {
@@ -345,8 +370,10 @@ TEST(KlWithGradients, InputRules) {
       {"[sum_scaled_rows]", "unit has 6 elements, not 4 rows (grad) of 2 (dst)"});
   // Empty batches: nothing to do; a side of one row paired with no rows has gradient 0.
   const DiagBatch<float> empty{0, 4, DiagParam::logvar, {}, {}};
-  kl_standard_normal_with_gradients(Gaussians<float>(empty.view()), std::span<float>(), {});
+  kl_standard_normal_with_gradients(Gaussians<float>(empty.view()), std::span<float>(),
+                                    Gradients<float>{});
   scale_rows(std::span<const double>(), std::span<const float>(), std::span<float>());
+  scale_rows(std::span<const float>(), std::span<float>());
   std::vector<float> zero(4, -7.0f);
   sum_scaled_rows(std::span<const double>(), std::span<const float>(), std::span<float>(zero));
   EXPECT_EQ(zero, std::vector<float>(4, 0.0f));

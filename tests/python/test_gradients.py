@@ -430,7 +430,7 @@ def test_kept_step_some_tensors_fixed_retain_graph_and_create_graph(torch, rng):
     assert type(out.grad_fn).__name__ == "_KeptBackward"
     out.sum().backward(retain_graph=True)
     first = m.grad.clone()
-    out.sum().backward()  # the kept gradients serve a second backward
+    out.sum().backward()  # a second backward: the inputs differentiated again
     np.testing.assert_allclose(m.grad.numpy(), 2 * first.numpy(), rtol=1e-15)
     want = grads_of(torch, lambda x: ref_kl_of(x, lv, mq, lq).sum(), [mu])
     assert_grads_close([first], want, 1e-12)
@@ -468,6 +468,42 @@ def test_kept_step_create_graph_of_both_sides_and_inputs_changed_in_place(torch,
         torch.autograd.grad(out.sum(), [m], create_graph=True)
     (g,) = torch.autograd.grad(out.sum(), [m])  # the kept gradients: those at the call
     assert_grads_close([g], want[:1], 1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("prior", [(12, 7), (7,), None])
+def test_kept_step_hands_its_gradients_over_once(torch, rng, dtype, prior):
+    """The first backward scales the kept gradients in place (nothing to scale for sum(KL)) and
+    hands them over; a second backward (retain_graph) differentiates the inputs again: the same
+    gradients for a sum, a mean and a weighted loss, whatever the first's were made into since
+    (clipped in place by an optimizer), and an input changed in place since the call is then a
+    RuntimeError, as torch's saved tensors give."""
+    dt = getattr(torch, dtype)
+    shapes = [(12, 7), (12, 7)] + ([prior, prior] if prior else [])
+    w = torch.from_numpy(rng.uniform(0.5, 2.0, size=12)).to(dt)
+    rtol = 3e-7 if dt == torch.float32 else 1e-14  # kept: two roundings; again: one
+    for loss in [lambda k: k.sum(), lambda k: k.mean(), lambda k: (w * k).sum()]:
+        leaves = [torch.from_numpy(rng.normal(size=shape) * s).to(dt).requires_grad_()
+                  for shape, s in zip(shapes, [1.0, 0.3, 1.0, 0.3])]
+        out = kl_of(*leaves)
+        assert type(out.grad_fn).__name__ == "_KeptBackward"
+        loss(out).backward(retain_graph=True)
+        first = [x.grad.clone() for x in leaves]
+        want = grads_of(torch, lambda *xs: loss(ref_kl_of(*xs)),
+                        [x.detach().double() for x in leaves])
+        assert_grads_close(first, want, 1e-5 if dt == torch.float32 else 1e-12)
+        for x in leaves:
+            x.grad.mul_(0.5)  # the handed-over tensors, changed by their new owner
+            x.grad = None
+        loss(out).backward(retain_graph=True)
+        for got, was in zip((x.grad for x in leaves), first):
+            np.testing.assert_allclose(got.numpy(), was.numpy(), rtol=rtol, atol=1e-30)
+        with torch.no_grad():
+            leaves[1].mul_(2.0)
+        op = "kl" if prior else "kl_standard_normal"
+        with pytest.raises(RuntimeError, match=rf"\[{op}\] an input of shape \[12, 7\] was "
+                           r"modified by an in-place operation after the call"):
+            loss(out).backward()
 
 
 def test_kept_step_falls_back_where_it_does_not_apply(torch, rng):

@@ -145,16 +145,16 @@ void kl_rowwise_backward(const Gaussians<T>& p, const Gaussians<T>* q, std::int6
   }
 }
 
-template <class T>
+template <class T, class S>
 void kl_rowwise_with_gradients(const DiagGaussians<T>& p, const DiagGaussians<T>* q, std::int64_t n,
-                               T* out, const Gradients<double>& dp, const Gradients<double>& dq,
+                               T* out, const Gradients<S>& dp, const Gradients<S>& dq,
                                int workers) {
-  const auto sink = [](std::span<double> s) {
-    GradSink<double> g;
+  const auto sink = [](std::span<S> s) {
+    GradSink<S> g;
     g.rows = s.empty() ? nullptr : s.data();
     return g;
   };
-  const SideSinks<double> sp{sink(dp.mean), sink(dp.scale)}, sq{sink(dq.mean), sink(dq.scale)};
+  const SideSinks<S> sp{sink(dp.mean), sink(dp.scale)}, sq{sink(dq.mean), sink(dq.scale)};
   // Values through a block of doubles per chunk, converted as each chunk is done.
   const auto rows = [&](std::int64_t lo, std::int64_t hi) {
     double block[kRowwiseBackwardDiagChunk];
@@ -171,14 +171,18 @@ void kl_rowwise_with_gradients(const DiagGaussians<T>& p, const DiagGaussians<T>
   parallel_for(n, workers, [&](int, std::int64_t lo, std::int64_t hi) { rows(lo, hi); });
 }
 
-template void kl_rowwise_with_gradients<float>(const DiagGaussians<float>&,
-                                               const DiagGaussians<float>*, std::int64_t, float*,
-                                               const Gradients<double>&, const Gradients<double>&,
-                                               int);
-template void kl_rowwise_with_gradients<double>(const DiagGaussians<double>&,
-                                                const DiagGaussians<double>*, std::int64_t, double*,
-                                                const Gradients<double>&, const Gradients<double>&,
-                                                int);
+template void kl_rowwise_with_gradients<float, float>(const DiagGaussians<float>&,
+                                                      const DiagGaussians<float>*, std::int64_t,
+                                                      float*, const Gradients<float>&,
+                                                      const Gradients<float>&, int);
+template void kl_rowwise_with_gradients<float, double>(const DiagGaussians<float>&,
+                                                       const DiagGaussians<float>*, std::int64_t,
+                                                       float*, const Gradients<double>&,
+                                                       const Gradients<double>&, int);
+template void kl_rowwise_with_gradients<double, double>(const DiagGaussians<double>&,
+                                                        const DiagGaussians<double>*, std::int64_t,
+                                                        double*, const Gradients<double>&,
+                                                        const Gradients<double>&, int);
 template void kl_rowwise_backward<float>(const Gaussians<float>&, const Gaussians<float>*,
                                          std::int64_t, const float*, const Gradients<float>&,
                                          const Gradients<float>&, int);

@@ -1,6 +1,7 @@
-// The backward of a training step's kept gradients (cpu/backward.hpp: scale_rows and
-// sum_scaled_rows), with Highway's runtime dispatch: each element is one product in double
-// (AVX2: 4 per instruction), rounded once; the same bits on every target, as the scalar loop's.
+// The backward of a training step's kept gradients (cpu/backward.hpp: scale_rows,
+// scale_rows_in_place and sum_scaled_rows), with Highway's runtime dispatch: each element is one
+// product in double (AVX2: 4 per instruction; in place, one product in T), rounded once; the same
+// bits on every target, as the scalar loop's.
 #undef HWY_TARGET_INCLUDE
 // A path from src/, an include directory (__FILE__ is not reliable).
 #define HWY_TARGET_INCLUDE "cpu/rowwise/scale_rows.cpp"
@@ -9,26 +10,16 @@
 //
 #include <algorithm>
 #include <cstdint>
-#include <type_traits>
 
 #include "cpu/backward.hpp"
+#include "cpu/rowwise/ukr_diag-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace gausskl::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 using DD = hn::ScalableTag<double>;
-
-// v narrowed to T, stored at dst (a whole vector).
-template <class T>
-HWY_INLINE void StoreNarrow(DD d, hn::Vec<DD> v, T* HWY_RESTRICT dst) {
-  if constexpr (std::is_same_v<T, float>) {
-    const hn::Rebind<float, DD> df;
-    hn::StoreU(hn::DemoteTo(df, v), df, dst);
-  } else {
-    hn::StoreU(v, d, dst);
-  }
-}
+using rowwise_diag_detail::StoreWide;
 
 template <class T>
 void ScaleRowsOf(const double* HWY_RESTRICT unit, std::int64_t rows, std::int64_t row_size,
@@ -42,9 +33,26 @@ void ScaleRowsOf(const double* HWY_RESTRICT unit, std::int64_t rows, std::int64_
     T* to = dst + i * row_size;
     std::int64_t k = 0;
     for (; k + lanes <= row_size; k += lanes)
-      StoreNarrow(d, hn::Mul(hn::LoadU(d, from + k), gv), to + k);
+      StoreWide(d, hn::Mul(hn::LoadU(d, from + k), gv), to + k);
     for (; k < row_size; ++k)
       to[k] = static_cast<T>(g * from[k]);
+  }
+}
+
+template <class T>
+void ScaleRowsInPlaceOf(T* HWY_RESTRICT data, std::int64_t rows, std::int64_t row_size,
+                        const T* HWY_RESTRICT grad) {
+  const hn::ScalableTag<T> d;
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const T g = grad[i];
+    const auto gv = hn::Set(d, g);
+    T* row = data + i * row_size;
+    std::int64_t k = 0;
+    for (; k + lanes <= row_size; k += lanes)
+      hn::StoreU(hn::Mul(hn::LoadU(d, row + k), gv), d, row + k);
+    for (; k < row_size; ++k)
+      row[k] *= g;
   }
 }
 
@@ -81,6 +89,13 @@ void ScaleRowsF64(const double* unit, std::int64_t rows, std::int64_t row_size, 
                   double* dst) {
   ScaleRowsOf(unit, rows, row_size, grad, dst);
 }
+void ScaleRowsInPlaceF32(float* data, std::int64_t rows, std::int64_t row_size, const float* grad) {
+  ScaleRowsInPlaceOf(data, rows, row_size, grad);
+}
+void ScaleRowsInPlaceF64(double* data, std::int64_t rows, std::int64_t row_size,
+                         const double* grad) {
+  ScaleRowsInPlaceOf(data, rows, row_size, grad);
+}
 void SumScaledRowsF32(const double* unit, std::int64_t rows, std::int64_t row_size,
                       const float* grad, float* dst) {
   SumScaledRowsOf(unit, rows, row_size, grad, dst);
@@ -98,6 +113,8 @@ namespace gausskl::cpu {
 
 HWY_EXPORT(ScaleRowsF32);
 HWY_EXPORT(ScaleRowsF64);
+HWY_EXPORT(ScaleRowsInPlaceF32);
+HWY_EXPORT(ScaleRowsInPlaceF64);
 HWY_EXPORT(SumScaledRowsF32);
 HWY_EXPORT(SumScaledRowsF64);
 
@@ -110,6 +127,16 @@ template <>
 void scale_rows<double>(const double* unit, std::int64_t rows, std::int64_t row_size,
                         const double* grad, double* dst) noexcept {
   HWY_DYNAMIC_DISPATCH(ScaleRowsF64)(unit, rows, row_size, grad, dst);
+}
+template <>
+void scale_rows_in_place<float>(float* data, std::int64_t rows, std::int64_t row_size,
+                                const float* grad) noexcept {
+  HWY_DYNAMIC_DISPATCH(ScaleRowsInPlaceF32)(data, rows, row_size, grad);
+}
+template <>
+void scale_rows_in_place<double>(double* data, std::int64_t rows, std::int64_t row_size,
+                                 const double* grad) noexcept {
+  HWY_DYNAMIC_DISPATCH(ScaleRowsInPlaceF64)(data, rows, row_size, grad);
 }
 template <>
 void sum_scaled_rows<float>(const double* unit, std::int64_t rows, std::int64_t row_size,

@@ -111,6 +111,16 @@ HWY_INLINE VD LoadWide(DD d, const T* HWY_RESTRICT x) {
   }
 }
 
+// v narrowed to T, stored at dst (a whole vector).
+template <class T>
+HWY_INLINE void StoreWide(DD d, VD v, T* HWY_RESTRICT dst) {
+  if constexpr (std::is_same_v<T, float>) {
+    hn::StoreU(hn::DemoteTo(hn::Rebind<float, DD>(), v), hn::Rebind<float, DD>(), dst);
+  } else {
+    hn::StoreU(v, d, dst);
+  }
+}
+
 // The first `count` (< lanes) values of x, the rest `neutral`.
 template <class T>
 HWY_INLINE VD LoadTail(DD d, const T* HWY_RESTRICT x, std::size_t count, double neutral) {

@@ -41,6 +41,7 @@ namespace rowwise_diag_backward_detail {
 using DD = hn::ScalableTag<double>;
 using VD = hn::Vec<DD>;
 using rowwise_diag_detail::LoadWide;
+using rowwise_diag_detail::StoreWide;
 
 // e^x - 1 per lane from the forward kernel's table exponential (rowwise/ukr_diag-inl.h), e^x =
 // s e^y: s (e^y - 1) + (s - 1), exact at 0 (s = 1, y = x) and relative to itself near it; libm
@@ -209,16 +210,6 @@ HWY_INLINE VD Load(DD d, const T* HWY_RESTRICT x, std::int64_t stride, std::int6
   for (std::int64_t k = 0; k < static_cast<std::int64_t>(hn::Lanes(d)); ++k)
     buf[k] = k < count ? x[(h + k) * stride] : pad;
   return LoadWide(d, buf);
-}
-
-// Stores v narrowed to T at dst (a whole vector).
-template <class T>
-HWY_INLINE void StoreWide(DD d, VD v, T* HWY_RESTRICT dst) {
-  if constexpr (std::is_same_v<T, float>) {
-    hn::StoreU(hn::DemoteTo(hn::Rebind<float, DD>(), v), hn::Rebind<float, DD>(), dst);
-  } else {
-    hn::StoreU(v, d, dst);
-  }
 }
 
 // Writes the first `count` lanes of v to dst[0, count) (narrowed to T) or adds them to sum.
@@ -400,21 +391,21 @@ HWY_INLINE VD LogvarTermAndGradients(DD d, VD mu, VD xp, VD nu, VD xq, Lanes& gr
 
 // Rows lo <= i < hi, p and q both logvar, every array with a row per i and contiguous along h: KL
 // into out[i - lo], summed as the forward kernel sums (per lane in h order, then SumRows per group
-// of rows), and the wanted gradients into their sinks' rows.
-template <bool kStandard, class T>
+// of rows), and the wanted gradients into their sinks' rows (S: T, or double).
+template <bool kStandard, class T, class S>
 void LogvarRowsWithGradients(const DiagGaussians<T>& p, const DiagGaussians<T>* q, std::int64_t lo,
-                             std::int64_t hi, double* HWY_RESTRICT out, const SideSinks<double>& sp,
-                             const SideSinks<double>& sq) {
+                             std::int64_t hi, double* HWY_RESTRICT out, const SideSinks<S>& sp,
+                             const SideSinks<S>& sq) {
   namespace fwd = rowwise_diag_detail;
   const DD d;
   constexpr std::int64_t kLanes = hn::MaxLanes(DD());
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
   const std::int64_t dims = p.mean.shape[1], whole = dims / lanes * lanes;
   const auto tail = static_cast<std::size_t>(dims - whole);
-  double* const sinks[4] = {sp.mean.rows, sp.scale.rows, sq.mean.rows, sq.scale.rows};
+  S* const sinks[4] = {sp.mean.rows, sp.scale.rows, sq.mean.rows, sq.scale.rows};
   HWY_ALIGN double acc[kLanes * kLanes];
   HWY_ALIGN double sums[kLanes];
-  HWY_ALIGN double buf[kLanes];
+  HWY_ALIGN S buf[kLanes];
   for (std::int64_t i0 = lo; i0 < hi; i0 += lanes) {
     const std::int64_t rows = std::min(lanes, hi - i0);
     for (std::int64_t r = 0; r < lanes; ++r) {
@@ -429,11 +420,11 @@ void LogvarRowsWithGradients(const DiagGaussians<T>& p, const DiagGaussians<T>* 
           const VD v[4] = {g.mean, g.p_scale, hn::Neg(g.mean), g.q_scale};
           for (int k = 0; k < (kStandard ? 2 : 4); ++k) {
             if (!sinks[k]) continue;
-            double* dst = sinks[k] + i * dims + h;
+            S* dst = sinks[k] + i * dims + h;
             if (count == static_cast<std::size_t>(lanes)) {
-              hn::StoreU(v[k], d, dst);
+              StoreWide(d, v[k], dst);
             } else {
-              hn::Store(v[k], d, buf);
+              StoreWide(d, v[k], buf);
               std::copy(buf, buf + count, dst);
             }
           }
@@ -466,10 +457,10 @@ void LogvarRowsWithGradients(const DiagGaussians<T>& p, const DiagGaussians<T>* 
 // Rows lo <= i < hi of rowwise_diag_with_gradients: one pass where p and q are both logvar and
 // contiguous along h (the VAE's and a learned prior's case), else the forward kernel's rows and
 // then this kernel's with every weight 1.
-template <class T>
+template <class T, class S>
 void RowsWithGradients(const DiagGaussians<T>& p, const DiagGaussians<T>* q, std::int64_t lo,
-                       std::int64_t hi, double* out, const SideSinks<double>& sp,
-                       const SideSinks<double>& sq) noexcept {
+                       std::int64_t hi, double* out, const SideSinks<S>& sp,
+                       const SideSinks<S>& sq) noexcept {
   const auto logvar_rows = [](const DiagGaussians<T>& g) {
     return g.param == DiagParam::logvar && g.mean.strides[1] == 1 && g.scale.strides[1] == 1;
   };
@@ -478,7 +469,7 @@ void RowsWithGradients(const DiagGaussians<T>& p, const DiagGaussians<T>* q, std
     return LogvarRowsWithGradients<true>(p, q, lo, hi, out, sp, sq);
   }
   rowwise_diag_detail::Rows<T>(p, q, lo, hi, out);
-  Rows<T, double>(p, q, lo, hi, nullptr, sp, sq);
+  Rows<T, S>(p, q, lo, hi, nullptr, sp, sq);
 }
 
 }  // namespace rowwise_diag_backward_detail

@@ -7,6 +7,8 @@
 #include "hwy/foreach_target.h"  // must come before highway.h
 #include "hwy/highway.h"
 //
+#include <type_traits>
+
 #include "cpu/rowwise/ukr_diag_backward-inl.h"
 #include "cpu/rowwise/ukr_diag_backward.hpp"
 
@@ -24,14 +26,19 @@ void DiagBackwardF64(const DiagGaussians<double>& p, const DiagGaussians<double>
   rowwise_diag_backward_detail::Rows<double>(p, q, lo, hi, grad, sp, sq);
 }
 void DiagWithGradientsF32(const DiagGaussians<float>& p, const DiagGaussians<float>* q,
-                          std::int64_t lo, std::int64_t hi, double* out,
-                          const SideSinks<double>& sp, const SideSinks<double>& sq) {
-  rowwise_diag_backward_detail::RowsWithGradients<float>(p, q, lo, hi, out, sp, sq);
+                          std::int64_t lo, std::int64_t hi, double* out, const SideSinks<float>& sp,
+                          const SideSinks<float>& sq) {
+  rowwise_diag_backward_detail::RowsWithGradients<float, float>(p, q, lo, hi, out, sp, sq);
+}
+void DiagWithGradientsF32Wide(const DiagGaussians<float>& p, const DiagGaussians<float>* q,
+                              std::int64_t lo, std::int64_t hi, double* out,
+                              const SideSinks<double>& sp, const SideSinks<double>& sq) {
+  rowwise_diag_backward_detail::RowsWithGradients<float, double>(p, q, lo, hi, out, sp, sq);
 }
 void DiagWithGradientsF64(const DiagGaussians<double>& p, const DiagGaussians<double>* q,
                           std::int64_t lo, std::int64_t hi, double* out,
                           const SideSinks<double>& sp, const SideSinks<double>& sq) {
-  rowwise_diag_backward_detail::RowsWithGradients<double>(p, q, lo, hi, out, sp, sq);
+  rowwise_diag_backward_detail::RowsWithGradients<double, double>(p, q, lo, hi, out, sp, sq);
 }
 const char* DiagBackwardTargetName() {
   return hwy::TargetName(HWY_TARGET);
@@ -46,6 +53,7 @@ namespace gausskl::cpu {
 HWY_EXPORT(DiagBackwardF32);
 HWY_EXPORT(DiagBackwardF64);
 HWY_EXPORT(DiagWithGradientsF32);
+HWY_EXPORT(DiagWithGradientsF32Wide);
 HWY_EXPORT(DiagWithGradientsF64);
 HWY_EXPORT(DiagBackwardTargetName);
 
@@ -62,20 +70,31 @@ void rowwise_diag_backward<double>(const DiagGaussians<double>& p, const DiagGau
                                    const SideSinks<double>& sq) noexcept {
   HWY_DYNAMIC_DISPATCH(DiagBackwardF64)(p, q, lo, hi, grad, sp, sq);
 }
-template <>
-void rowwise_diag_with_gradients<float>(const DiagGaussians<float>& p,
-                                        const DiagGaussians<float>* q, std::int64_t lo,
-                                        std::int64_t hi, double* out, const SideSinks<double>& sp,
-                                        const SideSinks<double>& sq) noexcept {
-  HWY_DYNAMIC_DISPATCH(DiagWithGradientsF32)(p, q, lo, hi, out, sp, sq);
+// Values with gradients rounded to S: float batches into float or double, double into double.
+template <class T, class S>
+void rowwise_diag_with_gradients(const DiagGaussians<T>& p, const DiagGaussians<T>* q,
+                                 std::int64_t lo, std::int64_t hi, double* out,
+                                 const SideSinks<S>& sp, const SideSinks<S>& sq) noexcept {
+  if constexpr (std::is_same_v<T, double>) {
+    HWY_DYNAMIC_DISPATCH(DiagWithGradientsF64)(p, q, lo, hi, out, sp, sq);
+  } else if constexpr (std::is_same_v<S, float>) {
+    HWY_DYNAMIC_DISPATCH(DiagWithGradientsF32)(p, q, lo, hi, out, sp, sq);
+  } else {
+    HWY_DYNAMIC_DISPATCH(DiagWithGradientsF32Wide)(p, q, lo, hi, out, sp, sq);
+  }
 }
-template <>
-void rowwise_diag_with_gradients<double>(const DiagGaussians<double>& p,
-                                         const DiagGaussians<double>* q, std::int64_t lo,
-                                         std::int64_t hi, double* out, const SideSinks<double>& sp,
-                                         const SideSinks<double>& sq) noexcept {
-  HWY_DYNAMIC_DISPATCH(DiagWithGradientsF64)(p, q, lo, hi, out, sp, sq);
-}
+template void rowwise_diag_with_gradients(const DiagGaussians<float>&, const DiagGaussians<float>*,
+                                          std::int64_t, std::int64_t, double*,
+                                          const SideSinks<float>&,
+                                          const SideSinks<float>&) noexcept;
+template void rowwise_diag_with_gradients(const DiagGaussians<float>&, const DiagGaussians<float>*,
+                                          std::int64_t, std::int64_t, double*,
+                                          const SideSinks<double>&,
+                                          const SideSinks<double>&) noexcept;
+template void rowwise_diag_with_gradients(const DiagGaussians<double>&,
+                                          const DiagGaussians<double>*, std::int64_t, std::int64_t,
+                                          double*, const SideSinks<double>&,
+                                          const SideSinks<double>&) noexcept;
 const char* rowwise_diag_backward_target() noexcept {
   return HWY_DYNAMIC_DISPATCH(DiagBackwardTargetName)();
 }

@@ -34,14 +34,14 @@ void rowwise_diag_backward(const DiagGaussians<T>& p, const DiagGaussians<T>* q,
 
 // Rows lo <= i < hi of KL(p_i || q_i) into out[i - lo] (the values rowwise_diag gives, up to
 // rounding in the last bits of a double) and each row's own gradients (those above for
-// grad[i] = 1) into the sinks' rows, in double whatever T is. Every side has a row per i (no
-// broadcast) and the sinks are rows. p and q both logvar and contiguous along h go in one pass
-// (the exponentials of the values are those of the gradients); anything else takes the forward
-// kernel and then the backward's.
-template <class T>
+// grad[i] = 1) into the sinks' rows, computed in double and rounded once to S (T, or double).
+// Every side has a row per i (no broadcast) and the sinks are rows. p and q both logvar and
+// contiguous along h go in one pass (the exponentials of the values are those of the gradients);
+// anything else takes the forward kernel and then the backward's.
+template <class T, class S>
 void rowwise_diag_with_gradients(const DiagGaussians<T>& p, const DiagGaussians<T>* q,
                                  std::int64_t lo, std::int64_t hi, double* out,
-                                 const SideSinks<double>& sp, const SideSinks<double>& sq) noexcept;
+                                 const SideSinks<S>& sp, const SideSinks<S>& sq) noexcept;
 
 const char* rowwise_diag_backward_target() noexcept;
 
