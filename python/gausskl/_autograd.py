@@ -202,10 +202,10 @@ class _Kept(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, kept, *tensors):
-        # The inputs are read only by a backward that differentiates them again. Kept on ctx, not
-        # by save_for_backward (3 us of a 95 us step, bench/README.md): the Kept has their version
-        # counters, checked as torch checks saved tensors; inputs on ctx make no cycle.
-        ctx.kept, ctx.tensors = kept, tensors
+        # The inputs are read only by a backward that differentiates them again: the Kept holds
+        # them with their version counters, checked as torch checks saved tensors (not
+        # save_for_backward: 3 us of a 95 us step, bench/README.md).
+        ctx.kept = kept
         return kept.take_values()
 
     @staticmethod
@@ -229,15 +229,16 @@ class _Kept(torch.autograd.Function):
 def _unchanged(ctx):
     """A kept call's inputs, for a backward that differentiates them again; RuntimeError where
     one was modified in place since the call, as torch's saved tensors give."""
-    op = "kl" if len(ctx.tensors) == 4 else "kl_standard_normal"
-    for t, version in zip(ctx.tensors, ctx.kept.versions):
+    tensors = ctx.kept.inputs
+    op = "kl" if len(tensors) == 4 else "kl_standard_normal"
+    for t, version in zip(tensors, ctx.kept.versions):
         if t._version != version:
             raise RuntimeError(
                 f"[{op}] an input of shape {list(t.shape)} was modified by an in-place operation "
                 f"after the call (it is at version {t._version}, expected {version}): a backward "
                 "that differentiates the inputs again (create_graph, or a second backward) reads "
                 "them as they were")
-    return ctx.tensors
+    return tensors
 
 
 class _PairwiseDiag(torch.autograd.Function):

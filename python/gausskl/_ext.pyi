@@ -125,6 +125,10 @@ class Kept:
     def threads(self) -> int:
         """The call's threads, for a second backward."""
 
+    @property
+    def inputs(self) -> tuple:
+        """The call's tensors, in the order of p's mean and scale, then q's."""
+
 def kept_backward(kept: Kept, grad: object) -> object:
     """
     The gradients of sum(grad * values), values the result of the call that made kept: (None, then one per array: p's mean and scale, then q's), each [*batch, D], None for those that did not require grad; as an autograd Function's backward returns them. The first backward has them: None for a later one (retain_graph), and where grad mode is on (a backward with create_graph, whose gradients must be differentiable).
