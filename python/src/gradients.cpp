@@ -349,6 +349,15 @@ void scale_copies(Kept& kept, const Array& g, nb::tuple& out) {
   }
 }
 
+// One item of `items` per array of the call (p's mean and scale, then q's), as a tuple.
+template <class A>
+nb::tuple per_array(const Kept& kept, const A& items) {
+  nb::list out;
+  for (int k = 0; k < kept.count; ++k)
+    out.append(items[k]);
+  return nb::tuple(out);
+}
+
 nb::object kept_backward_op(Kept& kept, nb::handle grad) {
   // create_graph (the caller differentiates torch's way), or a backward already ran.
   if (kept.spent || grad_enabled()) return nb::none();
@@ -479,24 +488,12 @@ void bind_gradients(nb::module_& m) {
           },
           "The parameterization codes of p and q (p's alone against N(0, I)).")
       .def_prop_ro(
-          "versions",
-          [](const Kept& k) {
-            nb::list out;
-            for (int i = 0; i < k.count; ++i)
-              out.append(k.versions[i]);
-            return nb::tuple(out);
-          },
+          "versions", [](const Kept& k) { return per_array(k, k.versions); },
           "Each array's version counter (torch's _version) at the call, in the order of p's mean "
           "and scale, then q's.")
       .def_ro("threads", &Kept::threads, "The call's threads, for a second backward.")
       .def_prop_ro(
-          "inputs",
-          [](const Kept& k) {
-            nb::list out;
-            for (int i = 0; i < k.count; ++i)
-              out.append(k.inputs[i]);
-            return nb::tuple(out);
-          },
+          "inputs", [](const Kept& k) { return per_array(k, k.inputs); },
           "The call's tensors, in the order of p's mean and scale, then q's.");
   m.def("kept_backward", &kept_backward_op, arg("kept"), arg("grad"),
         "The gradients of sum(grad * values), values the result of the call that made kept: "
