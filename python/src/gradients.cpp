@@ -309,7 +309,8 @@ void hand_over(Kept& kept, const Array& g, nb::tuple& out) {
     }
   });
   for (int k = 0; k < kept.count; ++k) {
-    nb::object o = kept.data[k] ? std::exchange(kept.own[k], {}) : nb::none();
+    // (An empty array's tensor may have no data pointer: its gradient is the empty tensor.)
+    nb::object o = kept.own[k].is_valid() ? std::exchange(kept.own[k], {}) : nb::none();
     PyTuple_SET_ITEM(out.ptr(), k + 1, o.release().ptr());
     kept.data[k] = nullptr;
   }

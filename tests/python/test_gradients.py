@@ -379,9 +379,10 @@ def check_kept_step(torch, rng, inputs):
 def test_kept_step_values_and_gradients(torch, rng, dtype, standard):
     """Diagonal tensors of one batch shape with grad: the forward keeps the rows' gradients (its
     node is _Kept's), the values are those without grad, the gradients those of float64
-    autograd of the textbook formula, also for batch shapes [B, T, D]."""
+    autograd of the textbook formula, also for batch shapes [B, T, D] and for no rows (empty
+    gradients)."""
     dt = getattr(torch, dtype)
-    for shape in [(128, 32), (4, 6, 5)]:
+    for shape in [(128, 32), (4, 6, 5), (0, 5)]:
         inputs = [torch.from_numpy(rng.normal(size=shape) * s).to(dt)
                   for s in ([1.0, 0.3] if standard else [1.0, 0.3, 1.0, 0.3])]
         check_kept_step(torch, rng, inputs)
