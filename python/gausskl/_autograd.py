@@ -153,6 +153,14 @@ def _pairwise_values_of(*gs):
     return out.reshape(tuple(gs[0]._batch) + tuple(gs[-1]._batch))
 
 
+def _library_rowwise_grads(specs, slots, tensors, flags, grad, threads):
+    """The library's gradients of sum(grad * kl) (N(0, I) with one spec) for the flagged tensors,
+    each of its tensor's shape."""
+    q = specs[1] if len(specs) > 1 else None
+    grads = _ext.kl_backward(specs[0], q, grad, _needs(specs, slots, flags), threads)
+    return _picked(grads, specs, slots, flags, tensors)
+
+
 class _Rowwise(torch.autograd.Function):
     """KL(p || q) row-wise (one spec: KL(p || N(0, I))); values from values(), the library's."""
 
@@ -173,9 +181,8 @@ class _Rowwise(torch.autograd.Function):
                     *_torch_grads(_rowwise_values_of, specs, ctx.slots, tensors, flags, grad,
                                   create_graph=True))
         if _library_codes(specs[0][0], None if q is None else q[0]):
-            grads = _ext.kl_backward(specs[0], q, grad, _needs(specs, ctx.slots, flags),
-                                     ctx.threads)
-            return (None, None, None, None, *_picked(grads, specs, ctx.slots, flags, tensors))
+            return (None, None, None, None,
+                    *_library_rowwise_grads(specs, ctx.slots, tensors, flags, grad, ctx.threads))
         return (None, None, None, None,
                 *_torch_grads(_rowwise_values_of, specs, ctx.slots, tensors, flags, grad))
 
@@ -221,9 +228,7 @@ class _Kept(torch.autograd.Function):
         if torch.is_grad_enabled():
             return (None, *_rowwise_differentiable(kept.codes, tensors, flags, grad))
         specs, slots = _pair_specs(kept.codes, tensors)
-        grads = _ext.kl_backward(specs[0], specs[1] if len(specs) > 1 else None, grad,
-                                 _needs(specs, slots, flags), kept.threads)
-        return (None, *_picked(grads, specs, slots, flags, tensors))
+        return (None, *_library_rowwise_grads(specs, slots, tensors, flags, grad, kept.threads))
 
 
 def _unchanged(ctx):

@@ -160,30 +160,31 @@ void with_gradients_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::span
   });
 }
 
+// scale_rows' rule: `what` (size elements) holds whole rows of grad's n; their length.
+std::int64_t rows_of_grad(const char* what, std::size_t size, std::size_t n) {
+  if (n == 0 ? size != 0 : size % n != 0) {
+    fail("scale_rows",
+         std::string(what) + " has " + show(size) + " elements, not rows of grad's " + show(n));
+  }
+  return n == 0 ? 0 : static_cast<std::int64_t>(size / n);
+}
+
 template <class T>
 void scale_rows_impl(std::span<const double> unit, std::span<const T> grad, std::span<T> dst) {
-  const char* op = "scale_rows";
-  const auto n = static_cast<std::int64_t>(grad.size());
-  const auto size = static_cast<std::int64_t>(unit.size());
-  if (n == 0 ? size != 0 : size % n != 0) {
-    fail(op, "unit has " + show(unit.size()) + " elements, not rows of grad's " + show(n));
-  }
+  const std::int64_t row = rows_of_grad("unit", unit.size(), grad.size());
   if (dst.size() != unit.size()) {
-    fail(op,
+    fail("scale_rows",
          "dst has " + show(dst.size()) + " elements, expected " + show(unit.size()) + " (as unit)");
   }
-  if (n > 0) cpu::scale_rows(unit.data(), n, size / n, grad.data(), dst.data());
+  const auto n = static_cast<std::int64_t>(grad.size());
+  if (n > 0) cpu::scale_rows(unit.data(), n, row, grad.data(), dst.data());
 }
 
 template <class T>
 void scale_rows_in_place_impl(std::span<const T> grad, std::span<T> rows) {
+  const std::int64_t row = rows_of_grad("rows", rows.size(), grad.size());
   const auto n = static_cast<std::int64_t>(grad.size());
-  const auto size = static_cast<std::int64_t>(rows.size());
-  if (n == 0 ? size != 0 : size % n != 0) {
-    fail("scale_rows",
-         "rows has " + show(rows.size()) + " elements, not rows of grad's " + show(n));
-  }
-  if (n > 0) cpu::scale_rows_in_place(rows.data(), n, size / n, grad.data());
+  if (n > 0) cpu::scale_rows_in_place(rows.data(), n, row, grad.data());
 }
 
 template <class T>
