@@ -138,3 +138,8 @@ def pairwise_kl_backward(p: object, q: object | None, grad: object, needs: objec
     """
     Gradients of sum(grad * pairwise_kl(p, q)) (q None: q = p) for the arrays flagged in needs, each [*batch, *event]; None for the others. A grad of one value broadcast (every stride 0, as a sum's or a mean's) is taken as that value, with no [N, M] copy.
     """
+
+def install_diag_init(cls: type, native: dict, floats: set, torch_kind: object, std_code: object, logvar_code: object) -> bool:
+    """
+    Makes DiagGaussian's common construction (mean and logvar= or std= of one type, shape and float dtypes) C code, every other case going to its Python __init__. Once: False when already done.
+    """

@@ -195,15 +195,20 @@ def _contiguous(g: Gaussian) -> Gaussian:
 
 
 _AUTOGRAD = None
+# gausskl._autograd's application of a Kept (None where this torch lacks its C apply) and torch's
+# test for an active torch.func transform, once it is imported: kl and kl_standard_normal apply
+# their Kept as _autograd.kept does, without its two calls (1 us of a training step).
+_KEPT_APPLY = _TRANSFORMS = None
 
 
 def _autograd():
     """gausskl._autograd, imported on first use (it imports torch)."""
-    global _AUTOGRAD
+    global _AUTOGRAD, _KEPT_APPLY, _TRANSFORMS
     if _AUTOGRAD is None:
         from gausskl import _autograd as module
 
         _AUTOGRAD = module
+        _KEPT_APPLY, _TRANSFORMS = module._KEPT_APPLY, module._TRANSFORMS
     return _AUTOGRAD
 
 
@@ -349,6 +354,9 @@ def kl(p, q, *, jitter: float = 0.0, memory_budget: int | None = 0, threads: int
         raise with_hint(e) from None
     if out.__class__ is _KEPT:
         if p._namespace is None and q._namespace is None:
+            if _KEPT_APPLY is not None and not _TRANSFORMS():
+                pa, qa = p._spec, q._spec
+                return _KEPT_APPLY(out, pa[1], pa[2], qa[1], qa[2])
             return _autograd().kept(out, p, q, threads, memory_budget)
         out = NEEDS_GRAD
     if out.__class__ is int or jitter or p._namespace is not None or q._namespace is not None:
@@ -421,6 +429,9 @@ def kl_standard_normal(p, *, jitter: float = 0.0, memory_budget: int | None = 0,
         raise with_hint(e) from None
     if out.__class__ is _KEPT:
         if p._namespace is None:
+            if _KEPT_APPLY is not None and not _TRANSFORMS():
+                pa = p._spec
+                return _KEPT_APPLY(out, pa[1], pa[2])
             return _autograd().kept(out, p, None, threads, memory_budget)
         out = NEEDS_GRAD
     if out.__class__ is int or jitter or p._namespace is not None:

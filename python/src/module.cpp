@@ -7,6 +7,7 @@ namespace gausskl::python {
 void bind_ops(nanobind::module_& m);
 void bind_gradients(nanobind::module_& m);
 void bind_errors(nanobind::module_& m);
+void bind_diag_init(nanobind::module_& m);
 }  // namespace gausskl::python
 
 NB_MODULE(_ext, m) {
@@ -17,4 +18,5 @@ NB_MODULE(_ext, m) {
   gausskl::python::bind_errors(m);
   gausskl::python::bind_ops(m);
   gausskl::python::bind_gradients(m);
+  gausskl::python::bind_diag_init(m);
 }

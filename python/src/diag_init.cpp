@@ -1,0 +1,156 @@
+// DiagGaussian's common construction in C: DiagGaussian(mean, logvar=s) or (mean, std=s), mean and
+// s NumPy arrays or tensors of one type, one shape and float dtypes. Python's own DiagGaussian
+// __init__ (gausskl._distributions) does the same in its first lines; this is its tp_init, which
+// type.__call__ calls, and it hands every other case to that __init__ (the slot function Python
+// made for it). The class keeps its Python __init__ in its dict, for what looks it up by name:
+// torch.compile's tracing, help(), a subclass's own slots and super().__init__, and interpreters
+// that call __init__ directly (CPython 3.13's specialized calls), all with the same result.
+// Why: a training step makes two batches per call, and inside a step a Python __init__ costs
+// 2.8 us, this 0.4 us (bench/README.md, "The seeds' own sizes").
+#include <nanobind/nanobind.h>
+
+#include <algorithm>
+
+#include "arrays.hpp"
+
+namespace gausskl::python {
+
+namespace nb = nanobind;
+
+namespace {
+
+// What the fast path reads and writes, set once by install_diag_init and kept for the life of the
+// process (the class and the package's tables outlive every batch).
+struct DiagInit {
+  initproc general = nullptr;  // the slot Python made for the Python __init__
+  PyObject* native = nullptr;  // gausskl._arrays._NATIVE: array type -> NUMPY or TORCH
+  PyObject* floats = nullptr;  // gausskl._arrays.FLOAT_DTYPES
+  PyObject* torch_kind = nullptr;
+  PyObject* codes[2] = {};   // the spec codes of std and logvar
+  PyObject* params[2] = {};  // "std", "logvar"
+  PyObject* cls_name = nullptr;
+  PyObject *shape = nullptr, *dtype = nullptr;
+  PyObject *a_cls = nullptr, *a_spec = nullptr, *a_param = nullptr, *a_batch = nullptr,
+           *a_namespace = nullptr, *a_torch = nullptr;
+};
+DiagInit init_state;
+
+PyObject* interned(const char* s) {
+  return PyUnicode_InternFromString(s);
+}
+
+// Whether key names parameter k ("std" or "logvar"): keyword names are interned, so an identity
+// test decides the usual call.
+bool names(PyObject* key, int k) {
+  PyObject* want = init_state.params[k];
+  return key == want || (PyUnicode_Check(key) && PyUnicode_Compare(key, want) == 0);
+}
+
+// 1 where x's attribute `name` is in FLOAT_DTYPES, 0 where not, -1 with a Python error.
+int float_dtype(PyObject* x) {
+  PyObject* dt = PyObject_GetAttr(x, init_state.dtype);
+  if (!dt) return -1;
+  const int yes = PySet_Contains(init_state.floats, dt);
+  Py_DECREF(dt);
+  return yes;
+}
+
+// The batch's attributes, as Python's __init__ sets them in the common case: 1, or -1 on an error.
+int set_common(PyObject* self, int k, PyObject* mean, PyObject* scale, bool torch) {
+  PyObject* spec = PyTuple_Pack(3, init_state.codes[k], mean, scale);
+  if (!spec) return -1;
+  const bool set = PyObject_SetAttr(self, init_state.a_cls, init_state.cls_name) == 0 &&
+                   PyObject_SetAttr(self, init_state.a_spec, spec) == 0 &&
+                   PyObject_SetAttr(self, init_state.a_param, init_state.params[k]) == 0 &&
+                   PyObject_SetAttr(self, init_state.a_batch, Py_None) == 0 &&
+                   PyObject_SetAttr(self, init_state.a_namespace, Py_None) == 0 &&
+                   PyObject_SetAttr(self, init_state.a_torch, torch ? Py_True : Py_False) == 0;
+  Py_DECREF(spec);
+  return set ? 1 : -1;
+}
+
+// The common case set on self: 1 when done, 0 when it is not the common case, -1 on an error.
+int common_case(PyObject* self, PyObject* args, PyObject* kwds) {
+  if (PyTuple_GET_SIZE(args) != 1 || !kwds || PyDict_GET_SIZE(kwds) != 1) return 0;
+  Py_ssize_t pos = 0;
+  PyObject *key = nullptr, *scale = nullptr;
+  PyDict_Next(kwds, &pos, &key, &scale);
+  const int k = names(key, 1) ? 1 : names(key, 0) ? 0 : -1;
+  if (k < 0 || scale == Py_None) return 0;
+  PyObject* mean = PyTuple_GET_ITEM(args, 0);
+  if (Py_TYPE(scale) != Py_TYPE(mean)) return 0;
+  PyObject* kind = PyDict_GetItemWithError(init_state.native, (PyObject*)Py_TYPE(mean));
+  if (!kind) return PyErr_Occurred() ? -1 : 0;
+  const bool torch = PyObject_RichCompareBool(kind, init_state.torch_kind, Py_EQ) > 0;
+  // mean.shape nonempty and equal to scale.shape, both dtypes float: Python's test. A tensor's
+  // from its DLPack view (no torch.Size and dtype objects made: half of this in a step); a
+  // tensor without one (a torch.func wrapper) takes the Python path.
+  if (torch) {
+    Array a, b;
+    if (!read_array(mean, a) || !read_array(scale, b) || a.ndim < 1 || a.ndim != b.ndim ||
+        a.dtype == DType::other || b.dtype == DType::other ||
+        !std::equal(a.shape.begin(), a.shape.begin() + a.ndim, b.shape.begin())) {
+      return 0;
+    }
+    return set_common(self, k, mean, scale, true);
+  }
+  PyObject* ms = PyObject_GetAttr(mean, init_state.shape);
+  if (!ms) return -1;
+  int ok = PyObject_IsTrue(ms);
+  if (ok > 0) {
+    PyObject* ss = PyObject_GetAttr(scale, init_state.shape);
+    ok = ss ? PyObject_RichCompareBool(ms, ss, Py_EQ) : -1;
+    Py_XDECREF(ss);
+  }
+  Py_DECREF(ms);
+  if (ok > 0) ok = float_dtype(mean);
+  if (ok > 0) ok = float_dtype(scale);
+  if (ok <= 0) return ok;
+  return set_common(self, k, mean, scale, false);
+}
+
+int diag_init(PyObject* self, PyObject* args, PyObject* kwds) {
+  const int done = common_case(self, args, kwds);
+  if (done != 0) return done > 0 ? 0 : -1;
+  return init_state.general(self, args, kwds);
+}
+
+}  // namespace
+
+void bind_diag_init(nb::module_& m) {
+  m.def(
+      "install_diag_init",
+      [](nb::type_object cls, nb::dict native, nb::set floats, nb::object torch_kind,
+         nb::object std_code, nb::object logvar_code) {
+        auto* type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+        // Once: a second DiagGaussian (importlib.reload) keeps its Python __init__.
+        if (init_state.general || !(type->tp_flags & Py_TPFLAGS_HEAPTYPE) || !type->tp_init) {
+          return false;
+        }
+        init_state = {type->tp_init,
+                      native.release().ptr(),
+                      floats.release().ptr(),
+                      torch_kind.release().ptr(),
+                      {std_code.release().ptr(), logvar_code.release().ptr()},
+                      {interned("std"), interned("logvar")},
+                      interned("DiagGaussian"),
+                      interned("shape"),
+                      interned("dtype"),
+                      interned("_cls"),
+                      interned("_spec"),
+                      interned("param"),
+                      interned("_batch_shape"),
+                      interned("_namespace"),
+                      interned("_torch")};
+        Py_INCREF(cls.ptr());  // the saved slot belongs to the class: keep it
+        type->tp_init = diag_init;
+        return true;
+      },
+      nb::arg("cls"), nb::arg("native"), nb::arg("floats"), nb::arg("torch_kind"),
+      nb::arg("std_code"), nb::arg("logvar_code"),
+      "Makes DiagGaussian's common construction (mean and logvar= or std= of one type, shape and "
+      "float dtypes) C code, every other case going to its Python __init__. Once: False when "
+      "already done.");
+}
+
+}  // namespace gausskl::python
