@@ -235,7 +235,8 @@ class DiagGaussian(Gaussian):
         # A training step makes its batches on every call, where each Python line costs about 3x
         # what it does in a tight loop (bench/README.md, "The seeds' own sizes"): the common case,
         # std or logvar of the mean's shape, both tensors (or both NumPy arrays), is set here in
-        # one pass; anything else takes the general path below.
+        # one pass (and by the class's tp_init in C before this runs: install_diag_init below);
+        # anything else takes the general path below.
         if logvar is not None:
             param, code, scale = "logvar", _LOGVAR, logvar
             alone = std is None and var is None and precision is None
