@@ -5,8 +5,8 @@
 // made for it). The class keeps its Python __init__ in its dict, for what looks it up by name:
 // torch.compile's tracing, help(), a subclass's own slots and super().__init__, and interpreters
 // that call __init__ directly (CPython 3.13's specialized calls), all with the same result.
-// Why: a training step makes two batches per call, and inside a step a Python __init__ costs
-// 2.8 us, this 0.4 us (bench/README.md, "The seeds' own sizes").
+// Why: a training step makes two batches per call, and inside a step the Python __init__ costs
+// 2.4 us, this 1.2 us (bench/README.md, "The seeds' own sizes").
 #include <nanobind/nanobind.h>
 
 #include <algorithm>
