@@ -46,7 +46,7 @@ bool names(PyObject* key, int k) {
   return key == want || (PyUnicode_Check(key) && PyUnicode_Compare(key, want) == 0);
 }
 
-// 1 where x's attribute `name` is in FLOAT_DTYPES, 0 where not, -1 with a Python error.
+// 1 where x.dtype is in FLOAT_DTYPES, 0 where not, -1 with a Python error.
 int float_dtype(PyObject* x) {
   PyObject* dt = PyObject_GetAttr(x, init_state.dtype);
   if (!dt) return -1;
