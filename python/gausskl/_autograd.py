@@ -350,20 +350,6 @@ def _apply(step, *tensors):
 _KEPT_APPLY = _C_APPLY.__get__(None, _Kept) if _FAST_APPLY else None
 
 
-def kept(out, p, q, threads: int, budget: int):
-    """kl (q a batch) or kl_standard_normal (q None) from the extension's Kept `out`: the
-    values, differentiable through the gradients kept with them."""
-    if _KEPT_APPLY is None or _TRANSFORMS():
-        return rowwise("kl" if q is not None else "kl_standard_normal", p, q, threads, budget)
-    # No functorch wrapper to unwrap, as _apply does: the extension reads none (a Kept means that
-    # it read every tensor).
-    pa = p._spec
-    if q is None:
-        return _KEPT_APPLY(out, pa[1], pa[2])
-    qa = q._spec
-    return _KEPT_APPLY(out, pa[1], pa[2], qa[1], qa[2])
-
-
 def rowwise(op: str, p, q, threads: int, budget: int):
     """kl (q a batch) or kl_standard_normal (q None) with gradients, no jitter: the training
     step's path."""

@@ -10,7 +10,7 @@ given, and the call then takes that path:
   (gausskl._autograd). For kl and kl_standard_normal of diagonal tensors (a training step's VAE
   term, a learned prior per row or shared by the batch) the extension answers instead with a
   Kept: the values, and each pair's own gradients made in the same pass, which
-  gausskl._autograd.kept hands to autograd;
+  kl and kl_standard_normal hand to autograd (gausskl._autograd._Kept);
 * TORCH_PATH: tensors the library cannot read (CUDA, MPS), or CPU tensors with
   GAUSSKL_FORCE_TORCH_PATH=1 or torch_path=True: torch operations (gausskl._torch_path);
 * CONVERT: arrays to bring to one dtype (or native byte order), or an all-pairs q batch to make
@@ -196,8 +196,8 @@ def _contiguous(g: Gaussian) -> Gaussian:
 
 _AUTOGRAD = None
 # gausskl._autograd's application of a Kept (None where this torch lacks its C apply) and torch's
-# test for an active torch.func transform, once it is imported: kl and kl_standard_normal apply
-# their Kept as _autograd.kept does, without its two calls (1 us of a training step).
+# test for an active torch.func transform, set when it is imported: kl and kl_standard_normal
+# apply their Kept here, with no call of ours between (1 us of a training step).
 _KEPT_APPLY = _TRANSFORMS = None
 
 
@@ -354,10 +354,12 @@ def kl(p, q, *, jitter: float = 0.0, memory_budget: int | None = 0, threads: int
         raise with_hint(e) from None
     if out.__class__ is _KEPT:
         if p._namespace is None and q._namespace is None:
+            autograd = _AUTOGRAD or _autograd()
+            # No functorch wrapper to unwrap: a Kept means the extension read every tensor.
             if _KEPT_APPLY is not None and not _TRANSFORMS():
                 pa, qa = p._spec, q._spec
                 return _KEPT_APPLY(out, pa[1], pa[2], qa[1], qa[2])
-            return _autograd().kept(out, p, q, threads, memory_budget)
+            return autograd.rowwise("kl", p, q, threads, memory_budget)
         out = NEEDS_GRAD
     if out.__class__ is int or jitter or p._namespace is not None or q._namespace is not None:
         if out == NEEDS_GRAD and not jitter and p._namespace is None and q._namespace is None:
@@ -429,10 +431,11 @@ def kl_standard_normal(p, *, jitter: float = 0.0, memory_budget: int | None = 0,
         raise with_hint(e) from None
     if out.__class__ is _KEPT:
         if p._namespace is None:
+            autograd = _AUTOGRAD or _autograd()
             if _KEPT_APPLY is not None and not _TRANSFORMS():
                 pa = p._spec
                 return _KEPT_APPLY(out, pa[1], pa[2])
-            return _autograd().kept(out, p, None, threads, memory_budget)
+            return autograd.rowwise("kl_standard_normal", p, None, threads, memory_budget)
         out = NEEDS_GRAD
     if out.__class__ is int or jitter or p._namespace is not None:
         if out == NEEDS_GRAD and not jitter and p._namespace is None:
