@@ -78,11 +78,12 @@ test-tsan: deps
 	@$(CMAKE) -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$(SANITIZER_OPT)" -DGAUSSKL_TSAN=ON \
 	  -DGAUSSKL_BUILD_CLI=OFF >/dev/null
-	@$(CMAKE) --build build-tsan -j $(JOBS) --target gausskl_core_tests
-	@echo "== ThreadSanitizer: concurrency and threaded operations"
+	@$(CMAKE) --build build-tsan -j $(JOBS) --target gausskl_core_tests gausskl_cpu_tests
+	@echo "== ThreadSanitizer: concurrency, threaded operations and the thread pool"
 	@build-tsan/tests/gausskl_core_tests \
 	  --gtest_filter='Concurrency.*:PairwiseKl.SameResults*:KnnKl.SameResults*:Kl.SameResults*' \
 	  --gtest_brief=1
+	@build-tsan/tests/gausskl_cpu_tests --gtest_filter='ParallelFor.*' --gtest_brief=1
 
 # The file readers' libFuzzer targets (clang, ASan + UBSan): replay the seed corpus and every
 # crash reproducer, then fuzz each reader for a few seconds.
@@ -116,6 +117,7 @@ bench: bench-build python
 		--benchmark_counters_tabular=true
 	@build/bench/gausskl_bench_full_pairs --benchmark_counters_tabular=true
 	@build/bench/gausskl_bench_pairwise_backward --benchmark_counters_tabular=true
+	@build/bench/gausskl_bench_pool
 	@$(PY) bench/peers.py --only seeds
 
 # gausskl side by side with PyTorch (forum broadcast, torch.distributions, GEMM in torch, SGEMM

@@ -4,6 +4,7 @@
 // Bench: build-kernel/bench/gausskl_bench_pairwise_kernel (bench/bench_pairwise_kernel.cpp).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -298,12 +299,25 @@ inline constexpr std::int64_t kPackRows = 16;
 inline constexpr std::int64_t kPackBlockBytes = std::int64_t{256} << 10;
 
 // Backward calls of fewer than this many multiply-adds per worker run on fewer workers (each
-// parallel region starts its threads afresh, parallel.hpp): B = 100, H = 256 (10M) keeps two.
+// parallel region hands work to the pool's threads, parallel.hpp): B = 100, H = 256 (10M) keeps
+// two.
 inline constexpr std::int64_t kBackwardWorkPerThread = std::int64_t{1} << 22;
 // The closed forms of a uniform grad (diag_pairs_backward/uniform.hpp) cost about 6 ns per element
 // of the batches (B = 100, H = 256, q = p: 0.15 ms on one thread, validation included); fewer
 // elements than this per worker run on fewer workers (B = 1024: two, 1.15 ms of CPU each).
 inline constexpr std::int64_t kBackwardUniformWorkPerThread = std::int64_t{1} << 16;
+
+// ---- common/parallel.cpp: the thread pool ----
+
+// How long a pool thread stays awake for the next job after one, and a caller for its job's other
+// ranges, yielding to any other runnable thread, before parking on a condition variable. Parked,
+// a thread's vCPU halts; on this kind of virtual machine (2 vCPUs, AMD EPYC) waking it took
+// 40-100 us, so a two-worker call paid it once per parallel region. parallel_for of two ranges of
+// 20 / 100 us, mean of 2000 calls: parked 64 / 195 us, awake 100 us 22 / 106 us. The pairwise
+// backward, B = 100, H = 256, 2 threads, min wall: 444-458 us parked, 364-376 us at 100 us
+// (30 us: 381-458, 300 us: 369-374). The weighted loss's training step at B = 100 from Python:
+// 933-972 -> 801-853 us, torch's GEMM expansion 924-998 us (bench/README.md).
+inline constexpr std::chrono::microseconds kPoolAwake{100};
 
 // ---- common/buffer.cpp: the per-thread scratch buffers ----
 

@@ -4,13 +4,29 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <new>
 #include <thread>
 
+#include "cpu/tunables.hpp"
+
 namespace gausskl::cpu {
 namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Waits awake until done() or the deadline, yielding the CPU to any other runnable thread:
+// whether done() held.
+template <class Done>
+bool wait_awake(Clock::time_point deadline, Done&& done) {
+  while (!done()) {
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
 
 using Fn = std::function<void(int, std::int64_t, std::int64_t)>;
 
@@ -23,8 +39,9 @@ struct Job {
   std::int64_t n;
   int workers;
   std::atomic<int> next{1};  // range 0 is the caller's
-  // Guarded by the pool's mutex: pool threads inside the job, and the job's place in the queue.
-  int running = 0;
+  // Pool threads inside the job: changed under the pool's mutex, read awake without it.
+  std::atomic<int> running{0};
+  // Guarded by the pool's mutex: the job's place in the queue.
   bool queued = false;
   Job* after = nullptr;
   std::condition_variable left;  // running dropped to 0
@@ -56,6 +73,7 @@ class Pool {
       (tail_ ? tail_->after : head_) = &job;
       tail_ = &job;
       job.queued = true;
+      queued_.fetch_add(1, std::memory_order_relaxed);
       wake = std::min(idle_, job.workers - 1);
     }
     // Outside the lock, so that a woken thread does not block on it at once.
@@ -65,7 +83,15 @@ class Pool {
     job.claim();
     std::unique_lock<std::mutex> lock(mutex_);
     unqueue(job);
-    job.left.wait(lock, [&] { return job.running == 0; });
+    if (job.running.load(std::memory_order_relaxed) != 0) {
+      lock.unlock();
+      wait_awake(Clock::now() + kPoolAwake,
+                 [&] { return job.running.load(std::memory_order_relaxed) == 0; });
+      lock.lock();
+    }
+    // Under the lock even when it is done: the last thread out notifies under it, so the job
+    // (on this stack) is not freed while that thread still touches it.
+    job.left.wait(lock, [&] { return job.running.load(std::memory_order_relaxed) == 0; });
   }
 
  private:
@@ -99,24 +125,34 @@ class Pool {
     if (tail_ == &job) tail_ = before;
     job.after = nullptr;
     job.queued = false;
+    queued_.fetch_sub(1, std::memory_order_relaxed);
   }
 
+  // After a job, a thread waits awake for the next one for kPoolAwake before it parks.
   void work() {
     std::unique_lock<std::mutex> lock(mutex_);
+    Clock::time_point awake_until{};
     for (;;) {
       Job* const job = take();
       if (!job) {
+        if (Clock::now() < awake_until) {
+          lock.unlock();
+          wait_awake(awake_until, [&] { return queued_.load(std::memory_order_relaxed) != 0; });
+          lock.lock();
+          continue;
+        }
         ++idle_;
         wake_.wait(lock);
         --idle_;
         continue;
       }
-      ++job->running;
+      job->running.fetch_add(1, std::memory_order_relaxed);
       lock.unlock();
       job->claim();
       lock.lock();
       // Notified under the lock: the caller cannot return (and free the job) before it is out.
-      if (--job->running == 0) job->left.notify_one();
+      if (job->running.fetch_sub(1, std::memory_order_relaxed) == 1) job->left.notify_one();
+      awake_until = Clock::now() + kPoolAwake;
     }
   }
 
@@ -125,6 +161,7 @@ class Pool {
   std::condition_variable wake_;
   Job* head_ = nullptr;
   Job* tail_ = nullptr;
+  std::atomic<int> queued_{0};  // jobs in the queue: changed under the lock, read awake without it
   int threads_ = 0, idle_ = 0;
 };
 

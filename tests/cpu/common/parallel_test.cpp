@@ -1,6 +1,7 @@
 // parallel_for and its pool: every range exactly once, worker 0 on the caller, calls from several
-// threads at once and from inside a range, and a fork()ed child that computes with a pool of its
-// own. Run under ThreadSanitizer by `make test-tsan` (Concurrency.* and these).
+// threads at once and from inside a range, calls that find the pool's threads awake or parked,
+// and a fork()ed child that computes with a pool of its own. Run under ThreadSanitizer by `make
+// test-tsan` (Concurrency.* and these).
 #include "cpu/common/parallel.hpp"
 
 #include <gtest/gtest.h>
@@ -8,9 +9,12 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <thread>
 #include <vector>
+
+#include "cpu/tunables.hpp"
 
 namespace gausskl::cpu {
 namespace {
@@ -77,6 +81,18 @@ TEST(ParallelFor, CallsFromSeveralThreadsAtOnce) {
   for (std::thread& th : threads)
     th.join();
   EXPECT_EQ(wrong.load(), 0);
+}
+
+// A pool thread stays awake for kPoolAwake after a job, then parks: calls made at once (awake
+// threads take the job without a wake-up) and after it (parked threads are woken) both run every
+// range once.
+TEST(ParallelFor, CallsWhileThePoolIsAwakeAndAfterItParks) {
+  for (int round = 0; round < 5; ++round) {
+    EXPECT_EQ(checked_sum(1000, 2), 1000 * 999 / 2);
+    EXPECT_EQ(checked_sum(777, 3), 777 * 776 / 2);
+    EXPECT_EQ(checked_sum(50, 2), 50 * 49 / 2);
+    std::this_thread::sleep_for(3 * kPoolAwake);
+  }
 }
 
 // A range that itself calls parallel_for (as a pool thread may): no deadlock, all work done.
