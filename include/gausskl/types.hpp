@@ -251,7 +251,9 @@ inline constexpr bool is_symmetric(Divergence d) {
 
 // Options shared by every operation.
 struct Options {
-  // Worker threads; 0 means one per hardware thread. Results do not depend on it.
+  // Worker threads; 0 means one per hardware thread. Results do not depend on it. Workers are
+  // threads of a pool started on first use: after a call they wait awake (yielding the CPU) for
+  // 0.1 ms, then sleep until the next.
   int threads = 0;
   // knn_kl with q = p only: leave out j == i (a distribution's own zero).
   bool exclude_self = false;

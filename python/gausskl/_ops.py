@@ -254,8 +254,9 @@ _PARAMETERS = {
         anything is allocated; negative: ValueError; not an int: TypeError."""),
     "threads": ("threads : int, default 0", """
         The most worker threads the library may use; 0: one per hardware thread. Small calls
-        run on the calling thread whatever it says, and results do not depend on it. Negative:
-        ValueError; not an int: TypeError."""),
+        run on the calling thread whatever it says, and results do not depend on it. Workers are
+        kept between calls: after one they wait awake (yielding the CPU) for 0.1 ms, then
+        sleep. Negative: ValueError; not an int: TypeError."""),
     "torch_path": ("torch_path : bool or None, default None", f"""
         Which code computes torch tensors on the CPU: None, the library unless the environment
         variable ``GAUSSKL_FORCE_TORCH_PATH`` is set (to anything but 0); True, torch operations
