@@ -17,15 +17,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Waits awake until done() or the deadline, yielding the CPU to any other runnable thread:
-// whether done() held.
+// Waits awake until done() or the deadline, yielding the CPU to any other runnable thread.
 template <class Done>
-bool wait_awake(Clock::time_point deadline, Done&& done) {
-  while (!done()) {
-    if (Clock::now() >= deadline) return false;
+void wait_awake(Clock::time_point deadline, Done&& done) {
+  while (!done() && Clock::now() < deadline)
     std::this_thread::yield();
-  }
-  return true;
 }
 
 using Fn = std::function<void(int, std::int64_t, std::int64_t)>;
@@ -83,15 +79,15 @@ class Pool {
     job.claim();
     std::unique_lock<std::mutex> lock(mutex_);
     unqueue(job);
-    if (job.running.load(std::memory_order_relaxed) != 0) {
+    const auto done = [&] { return job.running.load(std::memory_order_relaxed) == 0; };
+    if (!done()) {
       lock.unlock();
-      wait_awake(Clock::now() + kPoolAwake,
-                 [&] { return job.running.load(std::memory_order_relaxed) == 0; });
+      wait_awake(Clock::now() + kPoolAwake, done);
       lock.lock();
     }
     // Under the lock even when it is done: the last thread out notifies under it, so the job
     // (on this stack) is not freed while that thread still touches it.
-    job.left.wait(lock, [&] { return job.running.load(std::memory_order_relaxed) == 0; });
+    job.left.wait(lock, done);
   }
 
  private:
