@@ -2,6 +2,7 @@
 
 #include <nanobind/ndarray.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -39,9 +40,9 @@ const dlpack::ExchangeApi* exchange_api(nb::handle obj) {
     api = static_cast<const dlpack::ExchangeApi*>(
         PyCapsule_GetPointer(capsule, "dlpack_exchange_api"));
     Py_DECREF(capsule);
-    if (api && (api->header.version.major != dlpack::kMajorVersion ||
-                !api->dltensor_from_py_object_no_sync || !api->managed_tensor_allocator ||
-                !api->managed_tensor_to_py_object_no_sync)) {
+    if (api &&
+        (api->header.version.major != dlpack::kMajorVersion ||
+         !api->dltensor_from_py_object_no_sync || !api->managed_tensor_to_py_object_no_sync)) {
       api = nullptr;
     }
   }
@@ -82,8 +83,6 @@ bool from_tensor(const dlpack::Tensor& t, Array& out) {
   return true;
 }
 
-void set_error(void*, const char*, const char*) {}
-
 // A DLPack tensor over a BlockBuffer, handed to a framework, which calls the deleter when the
 // array it made goes.
 struct Owned {
@@ -107,37 +106,23 @@ std::int64_t element_count(int ndim, const std::int64_t* shape) {
 Result exchange_result(const dlpack::ExchangeApi* api, dlpack::DataType dt, int ndim,
                        const std::int64_t* shape) {
   const std::int64_t bytes = element_count(ndim, shape) * (dt.bits / 8);
-  dlpack::ManagedTensorVersioned* managed = nullptr;
-  if (bytes >= static_cast<std::int64_t>(Bytes::kMapBytes)) {
-    auto owned = std::make_unique<Owned>();
-    owned->bytes = Bytes(bytes);
-    std::int64_t s = 1;
-    for (int k = ndim - 1; k >= 0; --k) {
-      owned->shape[k] = shape[k];
-      owned->strides[k] = s;
-      s *= shape[k];
-    }
-    owned->managed = {
-        {dlpack::kMajorVersion, 0},
-        owned.get(),
-        free_owned,
-        0,
-        {owned->bytes.get(), {dlpack::kCPU, 0}, ndim, dt, owned->shape, owned->strides, 0}};
-    managed = &owned.release()->managed;
-  } else {
-    std::int64_t strides[kMaxDims];
-    std::int64_t s = 1;
-    for (int k = ndim - 1; k >= 0; --k) {
-      strides[k] = s;
-      s *= shape[k];
-    }
-    dlpack::Tensor prototype{
-        nullptr, {dlpack::kCPU, 0}, ndim, dt, const_cast<std::int64_t*>(shape), strides, 0};
-    if (api->managed_tensor_allocator(&prototype, &managed, nullptr, set_error) != 0 || !managed) {
-      throw std::bad_alloc();
-    }
+  auto owned = std::make_unique<Owned>();
+  owned->bytes = Bytes(std::max<std::int64_t>(bytes, 1));
+  std::int64_t s = 1;
+  for (int k = ndim - 1; k >= 0; --k) {
+    owned->shape[k] = shape[k];
+    owned->strides[k] = s;
+    s *= shape[k];
   }
-  void* data = static_cast<char*>(managed->dl_tensor.data) + managed->dl_tensor.byte_offset;
+  void* data = owned->bytes.get();
+  owned->managed = {{dlpack::kMajorVersion, 0},
+                    owned.get(),
+                    free_owned,
+                    0,
+                    {data, {dlpack::kCPU, 0}, ndim, dt, owned->shape, owned->strides, 0}};
+  // The framework's from here: where the call fails it may have called the deleter already, so
+  // the block is left to it rather than freed twice.
+  dlpack::ManagedTensorVersioned* managed = &owned.release()->managed;
   void* py = nullptr;
   if (api->managed_tensor_to_py_object_no_sync(managed, &py) != 0 || !py) {
     throw nb::python_error();

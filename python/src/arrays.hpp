@@ -42,9 +42,10 @@ bool requires_grad(nb::handle obj);
 bool grad_enabled();
 
 // An uninitialized C-contiguous result of the given shape, made by `api`'s framework (null:
-// NumPy). Results of kMappedBytes or more live in the library's BlockBuffer (mapped for this
-// array, unmapped when the framework frees it; see util/block_buffer.hpp); smaller ones come
-// from the framework's allocator.
+// NumPy) over the library's BlockBuffer, freed when the framework frees the array: mapped for
+// this array from kMapBytes on (see util/block_buffer.hpp), from operator new below. Not the
+// framework's allocator: a torch tensor made by its allocator and then exported to be wrapped
+// again costs two tensors; a training step's five results took 2.2 us more (bench/README.md).
 struct Result {
   nb::object object;
   void* data = nullptr;

@@ -133,6 +133,39 @@ def test_numpy_and_torch_together_give_torch(rng):
     assert torch.all(out == 0)
 
 
+
+def _resident_bytes():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096
+
+
+@needs_torch
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/statm"), reason="Linux /proc")
+def test_torch_results_are_freed_with_their_tensors():
+    """Torch results live in the extension's memory, handed over by DLPack (python/src/arrays.cpp):
+    each is an ordinary, writable tensor whose memory goes when the tensor does, taken as .grad
+    or not, small (from operator new) or 1 MiB and more (mapped)."""
+    import torch
+
+    m = torch.zeros(256, 64, requires_grad=True)
+    s = torch.zeros(256, 64, requires_grad=True)
+    big = torch.zeros(1 << 19, 1)  # a 2 MiB result (float32), mapped
+
+    def calls(count):
+        for _ in range(count):
+            out = gk.kl_standard_normal(gk.DiagGaussian(m, logvar=s))  # 5 results, 64 KiB each
+            out.sum().backward()
+            m.grad = s.grad = None
+            with torch.no_grad():
+                x = gk.kl_standard_normal(gk.DiagGaussian(big, logvar=big))
+            x += 1  # writable
+            assert x.is_contiguous() and float(x[0]) == 1.0
+
+    calls(50)
+    before = _resident_bytes()
+    calls(500)  # 500 x (4 x 64 KiB + 1 KiB + 2 MiB) = 1.1 GiB if none were freed
+    assert _resident_bytes() - before < (64 << 20)
+
 def test_threads_at_once_give_correct_results(rng):
     batches = [make_arrays(rng, fam, par, 200, 8)
                for fam, par in [("diag", "std"), ("full", "covariance"), ("low_rank", "cov_factor")]]
