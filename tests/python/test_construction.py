@@ -157,3 +157,31 @@ def test_subclasses_and_signature():
     mine = Mine(m, logvar=m)
     assert type(mine) is Mine and mine.param == "logvar" and mine.batch_shape == (4,)
     assert "logvar" in inspect.signature(gk.DiagGaussian).parameters
+
+
+def test_a_reassigned_init_or_new_runs():
+    """DiagGaussian(...) runs C code (the class's vectorcall and tp_init) only while __init__ and
+    __new__ are the class's own: one assigned later (a mock, a patch) runs. In a subprocess, as
+    the class keeps the assigned slot for the rest of the process."""
+    import subprocess
+    import sys
+
+    script = (
+        "import torch, gausskl as gk\n"
+        "m = torch.zeros(4, 3)\n"
+        "calls = []\n"
+        "init = gk.DiagGaussian.__init__\n"
+        "def mine(self, *a, **k):\n"
+        "    calls.append('init')\n"
+        "    init(self, *a, **k)\n"
+        "gk.DiagGaussian.__init__ = mine\n"
+        "assert gk.DiagGaussian(m, logvar=m).param == 'logvar' and calls == ['init'], calls\n"
+        "def new(cls, *a, **k):\n"
+        "    calls.append('new')\n"
+        "    return object.__new__(cls)\n"
+        "gk.DiagGaussian.__new__ = new\n"
+        "assert gk.DiagGaussian(m, std=m + 1).param == 'std', calls\n"
+        "assert calls == ['init', 'new', 'init'], calls\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
