@@ -34,8 +34,9 @@ parameter):
 >>> idx.shape, idx.dtype, dist.dtype
 ((4, 2), dtype('int64'), dtype('float64'))
 
-``gk.from_torch(dist)`` reads torch.distributions ``Normal``, ``Independent(Normal, r)``,
-``MultivariateNormal`` and ``LowRankMultivariateNormal``; the operations take them directly.
+``gk.from_torch(dist)`` reads torch.distributions ``Normal`` (univariate, as in torch),
+``Independent(Normal, r)``, ``MultivariateNormal`` and ``LowRankMultivariateNormal``; the
+operations take them directly and return what ``torch.distributions.kl_divergence`` returns.
 
 Seed 000, a PyTorch forum question: the ``[B, B]`` matrix of KL between every pair of B diagonal
 Gaussians (``mu, std: [B, H]``), which the thread builds by broadcasting to ``[B, B, H]``, in one

@@ -1,5 +1,5 @@
 # Type stubs of the public API (see __init__.py for the docs).
-from typing import Any, Optional, Tuple, Union
+from typing import Any, Callable, Optional, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -153,12 +153,13 @@ def pairwise(
     memory_budget: Optional[int] = 0,
     threads: int = 0,
     torch_path: Optional[bool] = None,
+    progress: Union[bool, Callable[[int, int], Any], None] = None,
 ) -> Array: ...
 def knn(
     p: GaussianLike,
     q: Optional[GaussianLike] = None,
+    k: Optional[int] = None,
     *,
-    k: int,
     kind: str = "kl",
     alpha: Optional[float] = None,
     exclude_self: bool = False,
@@ -167,6 +168,7 @@ def knn(
     memory_budget: Optional[int] = 0,
     threads: int = 0,
     torch_path: Optional[bool] = None,
+    progress: Union[bool, Callable[[int, int], Any], None] = None,
 ) -> Tuple[Array, Array]: ...
 def pairwise_kl(
     p: GaussianLike,
@@ -177,18 +179,20 @@ def pairwise_kl(
     memory_budget: Optional[int] = 0,
     threads: int = 0,
     torch_path: Optional[bool] = None,
+    progress: Union[bool, Callable[[int, int], Any], None] = None,
 ) -> Array: ...
 def knn_kl(
     p: GaussianLike,
     q: Optional[GaussianLike] = None,
+    k: Optional[int] = None,
     *,
-    k: int,
     exclude_self: bool = False,
     jitter: float = 0.0,
     tolerance: Optional[float] = 0.0,
     memory_budget: Optional[int] = 0,
     threads: int = 0,
     torch_path: Optional[bool] = None,
+    progress: Union[bool, Callable[[int, int], Any], None] = None,
 ) -> Tuple[Array, Array]: ...
 
 # gausskl.dask (the extra "gausskl[dask]"), imported on first use of gk.dask.

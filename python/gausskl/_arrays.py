@@ -239,3 +239,33 @@ def force_torch_path() -> bool:
     """GAUSSKL_FORCE_TORCH_PATH=1 computes torch tensors with torch operations even on the CPU
     (the path taken for CUDA and MPS tensors); used to test that path."""
     return os.environ.get("GAUSSKL_FORCE_TORCH_PATH", "") not in ("", "0")
+
+
+def widened_symmetric(a, k: str):
+    """A float32 covariance or precision matrix (``[..., D, D]``) in dtype k: widened to float64,
+    its lower triangle mirrored when it is symmetric within float32's round-off (the library's
+    rule, gausskl/src/core/validate.cpp), so that a mixed float32/float64 call judges it at the
+    precision it was given in, as a float32 call does; otherwise as converted() (the library then
+    names the entry). A tensor keeps its gradient (the value mirrored, the gradient as is)."""
+    w = converted(a, k)
+    if k != FLOAT64 or kind(a) != FLOAT32 or w.shape[-1] < 2:
+        return w
+    if is_torch(w):
+        torch = torch_module()
+        lower = torch.tril(w, -1)
+        mirrored = torch.tril(w) + lower.transpose(-1, -2)
+        diag = torch.diagonal(w, dim1=-2, dim2=-1).abs()
+        scale = torch.maximum(torch.maximum(w.abs(), w.transpose(-1, -2).abs()),
+                              (diag[..., :, None] * diag[..., None, :]).sqrt())
+        ok = bool(((w - w.transpose(-1, -2)).abs() <= _SQRT_EPS32 * scale).all())
+        return w + (mirrored - w).detach() if ok else w
+    wt = np.swapaxes(w, -1, -2)
+    diag = np.abs(np.diagonal(w, axis1=-2, axis2=-1))
+    scale = np.maximum(np.maximum(np.abs(w), np.abs(wt)),
+                       np.sqrt(diag[..., :, None] * diag[..., None, :]))
+    if not (np.abs(w - wt) <= _SQRT_EPS32 * scale).all():
+        return w
+    return np.tril(w) + np.swapaxes(np.tril(w, -1), -1, -2)
+
+
+_SQRT_EPS32 = float(np.sqrt(np.finfo(np.float32).eps))

@@ -199,10 +199,18 @@ def _read(cls: str, mean, scales: dict):
 
 
 def _expand_scalar(x, like):
-    """A 0-d scale as a broadcast view of the mean's shape (stride 0, no copy)."""
+    """A 0-d scale as a broadcast view of the mean's shape (stride 0, no copy), in the mean's
+    precision: a Python scalar or a 0-d array does not promote, as in torch and NumPy (a float32
+    mean with ``std=1.0`` gives float32 results). A Python scalar beside a tensor becomes a
+    tensor on its device."""
+    k = _arrays.kind(like)
     if _arrays.is_torch(x):
-        return x.expand(tuple(like.shape))
-    return np.broadcast_to(x, tuple(like.shape))
+        return _arrays.converted(x, k).expand(tuple(like.shape))
+    if _arrays.is_torch(like):
+        torch = _arrays.torch_module()
+        dtype = torch.float64 if k == _arrays.FLOAT64 else torch.float32
+        return torch.as_tensor(x, dtype=dtype, device=like.device).expand(tuple(like.shape))
+    return np.broadcast_to(_arrays.converted(x, k), tuple(like.shape))
 
 
 class DiagGaussian(Gaussian):

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import math
 
-from gausskl import _arrays, _ext, _options
+from gausskl import _arrays, _events, _ext, _options, _progress
 from gausskl._distributions import DiagGaussian
+from gausskl._errors import for_caller
 from gausskl._jitter import with_hint
-from gausskl._ops import (_GAUSSIANS, NEEDS_GRAD, TORCH_PATH, _as_gaussian, _Request, kl, knn_kl,
-                          pairwise_kl)
+from gausskl._ops import (_GAUSSIANS, NEEDS_GRAD, TORCH_PATH, _as_gaussian, _knn_k, _Request, kl,
+                          knn_kl, pairs_inputs, pairwise_kl)
 
 KINDS = tuple(_ext.DIVERGENCES)
 
@@ -158,22 +159,31 @@ def divergence(p, q, kind: str = "kl", alpha: float | None = None, *, jitter: fl
     >>> round(float(gk.divergence(p, q, "renyi", alpha=0.5)), 6)  # 0.1 + log(1.25)
     0.323144
     """
-    a = _check_kind(kind, alpha)
-    if kind == "kl":
-        return kl(p, q, jitter=jitter, memory_budget=memory_budget, threads=threads,
-                  torch_path=torch_path)
-    if p.__class__ not in _GAUSSIANS:
-        p = _as_gaussian("divergence", "p", p)
-    if q.__class__ not in _GAUSSIANS:
-        q = _as_gaussian("divergence", "q", q)
-    jitter, memory_budget, threads = _options.common("divergence", jitter, memory_budget, threads)
-    request = _DivergenceRequest(kind, a, p, q, threads=threads, jitter=jitter,
-                                 budget=memory_budget, torch_path=torch_path)
+    p0, q0 = p, q
     try:
-        got = request.library()
-    except ValueError as e:
-        raise with_hint(e) from None
-    return request.run(got)
+        a = _check_kind(kind, alpha)
+        if kind == "kl":
+            return kl(p, q, jitter=jitter, memory_budget=memory_budget, threads=threads,
+                      torch_path=torch_path)
+        if p.__class__ not in _GAUSSIANS:
+            p = _as_gaussian("divergence", "p", p)
+        if q.__class__ not in _GAUSSIANS:
+            q = _as_gaussian("divergence", "q", q)
+        if p is not p0 or q is not q0:
+            p, q = _events.scalar_normals((p0, q0), p, q)
+        if p.d != q.d:
+            p, q = _events.match("divergence", (p0, q0), p, q)
+        jitter, memory_budget, threads = _options.common("divergence", jitter, memory_budget,
+                                                         threads)
+        request = _DivergenceRequest(kind, a, p, q, threads=threads, jitter=jitter,
+                                     budget=memory_budget, torch_path=torch_path)
+        try:
+            got = request.library()
+        except ValueError as e:
+            raise with_hint(e) from None
+        return request.run(got)
+    except (ValueError, TypeError, RuntimeError) as e:
+        raise for_caller(e, "divergence", {"p": p0, "q": q0}) from None
 
 
 class _PairsRequest(_Request):
@@ -188,10 +198,10 @@ class _PairsRequest(_Request):
         if self.op == "pairwise":
             return _ext.pairwise(self.p._spec, q, KINDS.index(self.kind), self.alpha,
                                  self.threads, self.jitter.eps, self.tolerance, self.budget,
-                                 self.torch_path, for_grad)
+                                 self.torch_path, for_grad, self.progress)
         return _ext.knn(self.p._spec, q, self.k, self.exclude_self, KINDS.index(self.kind),
                         self.alpha, self.threads, self.jitter.eps, self.tolerance, self.budget,
-                        self.torch_path, for_grad)
+                        self.torch_path, for_grad, self.progress)
 
     def run(self, got=None):
         if got is None:
@@ -243,17 +253,9 @@ class _PairsRequest(_Request):
         return indices, values.reshape(chosen.shape)
 
 
-def _pairs_inputs(op, p, q):
-    if p.__class__ not in _GAUSSIANS:
-        p = _as_gaussian(op, "p", p)
-    if q is not None and q.__class__ not in _GAUSSIANS:
-        q = _as_gaussian(op, "q", q)
-    return p, q
-
-
 def pairwise(p, q=None, kind: str = "kl", alpha: float | None = None, *, jitter: float = 0.0,
              tolerance: float | None = 0.0, memory_budget: int | None = 0, threads: int = 0,
-             torch_path: bool | None = None):
+             torch_path: bool | None = None, progress=None):
     """All pairs of any divergence: ``out[i, j] = D(p_i || q_j)`` in nats; without ``q``,
     ``q = p`` and the diagonal is exactly 0.
 
@@ -272,6 +274,8 @@ def pairwise(p, q=None, kind: str = "kl", alpha: float | None = None, *, jitter:
     graph of all ``N * M`` pairs. The torch path (tensors on other devices, ``torch_path=True``)
     computes every pair by those forms in float64 (float32 on MPS), in blocks within
     ``memory_budget``, differentiable; ``tolerance`` is checked but changes nothing there.
+    ``progress`` (True: a line on stderr about every 10 s; a callable ``f(done, total)``) as for
+    ``gk.pairwise_kl``.
 
     Examples
     --------
@@ -281,29 +285,39 @@ def pairwise(p, q=None, kind: str = "kl", alpha: float | None = None, *, jitter:
     array([[0., 2.],
            [2., 0.]])
     """
-    a = _check_kind(kind, alpha, "pairwise")
-    if kind == "kl":
-        return pairwise_kl(p, q, jitter=jitter, tolerance=tolerance, memory_budget=memory_budget,
-                           threads=threads, torch_path=torch_path)
-    p, q = _pairs_inputs("pairwise", p, q)
-    jitter, memory_budget, threads = _options.common("pairwise", jitter, memory_budget, threads)
-    request = _PairsRequest("pairwise", kind, a, p, q, threads=threads, jitter=jitter,
-                            budget=memory_budget, torch_path=torch_path,
-                            tolerance=_options.tolerance("pairwise", tolerance))
-    return request.run()
+    p0, q0 = p, q
+    try:
+        a = _check_kind(kind, alpha, "pairwise")
+        if kind == "kl":
+            return pairwise_kl(p, q, jitter=jitter, tolerance=tolerance,
+                               memory_budget=memory_budget, threads=threads,
+                               torch_path=torch_path,
+                               progress=_progress.callback("pairwise", progress))
+        p, q = pairs_inputs("pairwise", p, q)
+        jitter, memory_budget, threads = _options.common("pairwise", jitter, memory_budget, threads)
+        request = _PairsRequest("pairwise", kind, a, p, q, threads=threads, jitter=jitter,
+                                budget=memory_budget, torch_path=torch_path,
+                                progress=_progress.callback("pairwise", progress),
+                                tolerance=_options.tolerance("pairwise", tolerance))
+        return request.run()
+    except (ValueError, TypeError, RuntimeError) as e:
+        raise for_caller(e, "pairwise", {"p": p0, "q": q0}) from None
 
 
-def knn(p, q=None, *, k: int, kind: str = "kl", alpha: float | None = None,
+def knn(p, q=None, k: int | None = None, *, kind: str = "kl", alpha: float | None = None,
         exclude_self: bool = False, jitter: float = 0.0, tolerance: float | None = 0.0,
-        memory_budget: int | None = 0, threads: int = 0, torch_path: bool | None = None):
+        memory_budget: int | None = 0, threads: int = 0, torch_path: bool | None = None,
+        progress=None):
     """Nearest neighbours by any divergence: for each ``p_i``, the ``k`` smallest
     ``D(p_i || q_j)``, ascending, ties to the lower ``j``; returns ``(indices, values)``.
+    ``k`` is the third argument or a keyword (``knn(p, q, 5)``, ``knn(p, k=5, kind=...)``).
 
     ``kind="kl"`` is exactly ``gk.knn_kl``. The other kinds are the library's values, as
     ``gk.pairwise`` computes them with the same ``tolerance`` (the same bits), selected row by
     row without keeping the ``[N, M]`` matrix; ``exclude_self`` (without q) leaves out
-    ``j == i``. Gradients flow through the chosen pairs only: those of the closed forms of
-    ``(p_i, q_indices[i, r])``, recomputed chunk by chunk as for ``gk.pairwise``. The torch path
+    ``j == i``; ``progress`` as for ``gk.pairwise_kl``. Gradients flow through the chosen pairs
+    only: those of the closed forms of ``(p_i, q_indices[i, r])``, recomputed chunk by chunk as
+    for ``gk.pairwise``. The torch path
     computes blocks of rows by the closed forms, selects by value (ties to the lower ``j``), and
     with gradients computes the chosen pairs again with their graph.
 
@@ -316,16 +330,23 @@ def knn(p, q=None, *, k: int, kind: str = "kl", alpha: float | None = None,
            [0],
            [1]], dtype=int64)
     """
-    a = _check_kind(kind, alpha, "knn")
-    if kind == "kl":
-        return knn_kl(p, q, k=k, exclude_self=exclude_self, jitter=jitter, tolerance=tolerance,
-                      memory_budget=memory_budget, threads=threads, torch_path=torch_path)
-    p, q = _pairs_inputs("knn", p, q)
-    jitter, memory_budget, threads = _options.common("knn", jitter, memory_budget, threads)
-    if k.__class__ is bool or not isinstance(k, int):
-        raise TypeError(f"[knn] k must be an int, found {type(k).__name__}")
-    request = _PairsRequest("knn", kind, a, p, q, threads=threads, jitter=jitter,
-                            budget=memory_budget, torch_path=torch_path, k=k,
-                            exclude_self=bool(exclude_self),
-                            tolerance=_options.tolerance("knn", tolerance))
-    return request.run()
+    p0, q0 = p, q
+    try:
+        a = _check_kind(kind, alpha, "knn")
+        k = _knn_k("knn", q, k)
+        if kind == "kl":
+            return knn_kl(p, q, k=k, exclude_self=exclude_self, jitter=jitter, tolerance=tolerance,
+                          memory_budget=memory_budget, threads=threads, torch_path=torch_path,
+                          progress=_progress.callback("knn", progress))
+        p, q = pairs_inputs("knn", p, q)
+        jitter, memory_budget, threads = _options.common("knn", jitter, memory_budget, threads)
+        if k.__class__ is bool or not isinstance(k, int):
+            raise TypeError(f"[knn] k must be an int, found {type(k).__name__}")
+        request = _PairsRequest("knn", kind, a, p, q, threads=threads, jitter=jitter,
+                                budget=memory_budget, torch_path=torch_path, k=k,
+                                progress=_progress.callback("knn", progress),
+                                exclude_self=bool(exclude_self),
+                                tolerance=_options.tolerance("knn", tolerance))
+        return request.run()
+    except (ValueError, TypeError, RuntimeError) as e:
+        raise for_caller(e, "knn", {"p": p0, "q": q0}) from None

@@ -73,22 +73,22 @@ def kl_standard_normal(p: object, threads: int, jitter: float, memory_budget: in
     out[...] = KL(p || N(0, I)); a Status int when not the library's, or a Kept for a training step's tensors.
     """
 
-def pairwise_kl(p: object, q: object | None, threads: int, jitter: float, tolerance: float, memory_budget: int, torch_path: object | None, for_grad: bool = False) -> object:
+def pairwise_kl(p: object, q: object | None, threads: int, jitter: float, tolerance: float, memory_budget: int, torch_path: object | None, for_grad: bool = False, progress: object | None = None) -> object:
     """
     out[i..., j...] = KL(p_i || q_j); q None: q = p. A Status int when not the library's.
     """
 
-def pairwise(p: object, q: object | None, kind: int, alpha: float, threads: int, jitter: float, tolerance: float, memory_budget: int, torch_path: object | None, for_grad: bool = False) -> object:
+def pairwise(p: object, q: object | None, kind: int, alpha: float, threads: int, jitter: float, tolerance: float, memory_budget: int, torch_path: object | None, for_grad: bool = False, progress: object | None = None) -> object:
     """
     out[i..., j...] = D(p_i || q_j) of the kind DIVERGENCES[kind]; q None: q = p. A Status int when not the library's.
     """
 
-def knn(p: object, q: object | None, k: int, exclude_self: bool, kind: int, alpha: float, threads: int, jitter: float, tolerance: float, memory_budget: int, torch_path: object | None, for_grad: bool = False) -> object:
+def knn(p: object, q: object | None, k: int, exclude_self: bool, kind: int, alpha: float, threads: int, jitter: float, tolerance: float, memory_budget: int, torch_path: object | None, for_grad: bool = False, progress: object | None = None) -> object:
     """
     (indices, values) of the k smallest D(p_i || q_j) per i; a Status int when not the library's.
     """
 
-def knn_kl(p: object, q: object | None, k: int, exclude_self: bool, threads: int, jitter: float, tolerance: float, memory_budget: int, torch_path: object | None, for_grad: bool = False) -> object:
+def knn_kl(p: object, q: object | None, k: int, exclude_self: bool, threads: int, jitter: float, tolerance: float, memory_budget: int, torch_path: object | None, for_grad: bool = False, progress: object | None = None) -> object:
     """
     (indices, values) of the k smallest KL(p_i || q_j) per i; a Status int when not the library's.
     """

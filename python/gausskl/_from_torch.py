@@ -11,8 +11,10 @@ def from_torch(dist):
     """A ``torch.distributions`` object as the gausskl batch with the same tensors (no copy), of
     the same batch shape.
 
-    * ``Normal(loc, scale)``: ``DiagGaussian(loc, std=scale)``, the last axis read as the event
-      (as ``Independent(Normal, 1)``); a 0-d ``Normal`` is one distribution of D = 1.
+    * ``Normal(loc, scale)``: univariate, as in torch.distributions (event shape ``()``): every
+      element of the broadcast ``loc``, ``scale`` is a distribution of D = 1, and the batch shape
+      is theirs, so ``gk.kl(Normal, Normal)`` returns what ``kl_divergence`` returns. For a
+      diagonal Gaussian over the last axis, write ``Independent(Normal(loc, scale), 1)``.
     * ``Independent(Normal(loc, scale), r)``: the last ``r`` axes are the event, flattened to
       D (a view when their strides allow, as ``reshape``); ``r = 0`` makes every element its own
       distribution of D = 1, as torch does.
@@ -37,10 +39,13 @@ def from_torch(dist):
     --------
     >>> import torch, gausskl as gk
     >>> normal = torch.distributions.Normal(torch.zeros(5, 3), torch.ones(5, 3))
-    >>> gk.from_torch(normal)
+    >>> gk.from_torch(normal)  # 15 univariate Gaussians
+    DiagGaussian(batch_shape=(5, 3), D=1, std, dtype=float32, torch)
+    >>> diag = torch.distributions.Independent(normal, 1)
+    >>> gk.from_torch(diag)
     DiagGaussian(N=5, D=3, std, dtype=float32, torch)
     >>> mvn = torch.distributions.MultivariateNormal(torch.zeros(3), scale_tril=torch.eye(3))
-    >>> gk.kl(normal, mvn)  # KL(N(0, I) || N(0, I)) for each of the 5 rows
+    >>> gk.kl(diag, mvn)  # KL(N(0, I) || N(0, I)) for each of the 5 rows
     tensor([0., 0., 0., 0., 0.])
     """
     import torch
@@ -63,9 +68,7 @@ def from_torch(dist):
         return DiagGaussian(loc.reshape(*batch, d), std=scale.reshape(*batch, d))
     if isinstance(dist, D.Normal):
         loc, scale = torch.broadcast_tensors(dist.loc, dist.scale)
-        if loc.dim() == 0:
-            loc, scale = loc.reshape(1), scale.reshape(1)
-        return DiagGaussian(loc, std=scale)
+        return DiagGaussian(loc.unsqueeze(-1), std=scale.unsqueeze(-1))
     if isinstance(dist, D.LowRankMultivariateNormal):
         return LowRankGaussian(dist.loc, cov_factor=dist.cov_factor, cov_diag=dist.cov_diag)
     if isinstance(dist, D.MultivariateNormal):

@@ -9,7 +9,6 @@ import numbers
 import warnings
 
 
-
 def jitter_hint(setting: str) -> str:
     """Appended to the error of a matrix that is not positive definite, whose message ends with
     what to do ("add eps to the diagonal only: C + eps * I"): how to have that done, in an
@@ -50,7 +49,8 @@ class Jitter:
 
 
 def with_hint(e: ValueError) -> ValueError:
-    """The error, with HINT if it is about a matrix that is not positive definite."""
-    if getattr(e, "kind", None) != "not_positive_definite":
+    """The error, with HINT if it is about a matrix that is not positive definite (once: an
+    error raised through two layers that each add it keeps one)."""
+    if getattr(e, "kind", None) != "not_positive_definite" or str(e).endswith(HINT):
         return e
     return e.reworded(f"{e}{HINT}")

@@ -26,9 +26,12 @@ the library's, and the torch path applies the same rules with the same words.
 from __future__ import annotations
 
 from gausskl import _arrays
+from gausskl import _events
 from gausskl import _ext
 from gausskl import _options
+from gausskl import _progress
 from gausskl._distributions import FAMILIES, Gaussian
+from gausskl._errors import for_caller
 from gausskl._jitter import Jitter, with_hint
 
 _GAUSSIANS = frozenset(FAMILIES)
@@ -50,12 +53,42 @@ def _as_gaussian(op: str, side: str, x) -> Gaussian:
     )
 
 
+def pairs_inputs(op: str, p, q):
+    """The all-pairs ops' p and q as gausskl batches (q None: q = p), Ds matched as torch's."""
+    p0, q0 = p, q
+    if p.__class__ not in _GAUSSIANS:
+        p = _as_gaussian(op, "p", p)
+        _events.check_pairs_input(op, "p", p0, p)
+    if q is not None:
+        if q.__class__ not in _GAUSSIANS:
+            q = _as_gaussian(op, "q", q)
+            _events.check_pairs_input(op, "q", q0, q)
+        if p is not p0 or q is not q0:
+            p, q = _events.scalar_normals((p0, q0), p, q)
+        if p._spec[1].shape[-1] != q._spec[1].shape[-1]:
+            p, q = _events.match(op, (p0, q0), p, q, widen=False)
+    return p, q
+
+
+def _knn_k(op: str, q, k):
+    """k, given as the third argument or by keyword; an int given as q is a TypeError that says
+    where k goes."""
+    if isinstance(q, int) and not isinstance(q, bool):
+        raise TypeError(f"[{op}] q must be a batch of Gaussians or None, found an int; k is the "
+                        f"third argument: {op}(p, q, k) or {op}(p, k={q})")
+    if k is None:
+        raise TypeError(f"[{op}] k is required: {op}(p, q, k) or {op}(p, k=K)")
+    return k
+
+
 class _Request:
     """One call's inputs and options, for every path but the fast one."""
 
     def __init__(self, op: str, p: Gaussian, q: Gaussian | None, *, threads, jitter, budget,
-                 torch_path, tolerance=0.0, k=None, exclude_self=False, self_pairs=False):
+                 torch_path, tolerance=0.0, k=None, exclude_self=False, self_pairs=False,
+                 progress=None):
         self.op, self.p, self.q = op, p, q
+        self.progress = progress  # the extension's callable (gausskl._progress.callback)
         self.threads, self.budget, self.tolerance = threads, budget, tolerance
         self.jitter = Jitter(op, jitter)
         self.torch_path = torch_path
@@ -84,9 +117,9 @@ class _Request:
                                            for_grad)
         if op == "pairwise_kl":
             return _ext.pairwise_kl(p, q, self.threads, eps, self.tolerance, self.budget,
-                                    self.torch_path, for_grad)
+                                    self.torch_path, for_grad, self.progress)
         return _ext.knn_kl(p, q, self.k, self.exclude_self, self.threads, eps, self.tolerance,
-                           self.budget, self.torch_path, for_grad)
+                           self.budget, self.torch_path, for_grad, self.progress)
 
     def values(self, got):
         """The result of a library call, its jitter counts taken."""
@@ -135,7 +168,7 @@ class _Request:
             raise TypeError(f"[{self.op}] the distributions hold Dask arrays: use "
                             f"gausskl.dask.{self.op} (lazy, chunk by chunk), or compute them first")
         k = _arrays.common_kind(a for g in gs for a in g._spec[1:])
-        gs = [g._replace([_arrays.converted(a, k) for a in g._spec[1:]]) for g in gs]
+        gs = [g._replace([_widened(g, i, a, k) for i, a in enumerate(g._spec[1:])]) for g in gs]
         if self.op in ("pairwise_kl", "knn_kl", "pairwise", "knn"):
             i = len(gs) - 1
             gs[i] = _contiguous(gs[i])
@@ -186,6 +219,13 @@ class _Request:
                 return tuple(ns.from_dlpack(x) for x in result)
             return ns.from_dlpack(result)
         return result
+
+
+def _widened(g: Gaussian, i: int, a, k: str):
+    """Array i of g's spec (after the code) in dtype k; a symmetric matrix by its own round-off."""
+    if i == 1 and g.family == "full" and g.param in ("covariance", "precision_matrix"):
+        return _arrays.widened_symmetric(a, k)
+    return _arrays.converted(a, k)
 
 
 def _contiguous(g: Gaussian) -> Gaussian:
@@ -267,6 +307,12 @@ _PARAMETERS = {
         form with a rounding bound per entry, the entries it cannot certify recomputed directly;
         other families directly) in row blocks sized by ``memory_budget``, with the same
         errors."""),
+    "progress": ("progress : bool or callable, default None", """
+        True: a line on ``sys.stderr`` about every 10 seconds (to a log file as to a terminal)
+        with the rows of p done, the rate and the time left, and one when the call ends; a
+        callable: called as ``progress(done, total)`` after each block of rows the library
+        finishes (what it raises stops the call and propagates); None or False: nothing. The
+        library's path only (not the torch path, nor gradients' backward)."""),
     "framework": (None, """
         A torch tensor (on the inputs' device) if any input is one, else a NumPy array (for
         another DLPack framework's arrays with an array namespace, that framework's array);
@@ -338,36 +384,44 @@ def kl(p, q, *, jitter: float = 0.0, memory_budget: int | None = 0, threads: int
     >>> gk.kl(p3, p3)  # three pairs; float32 in, float32 out
     array([0., 0., 0.], dtype=float32)
     """
-    if p.__class__ not in _GAUSSIANS:
-        p = _as_gaussian("kl", "p", p)
-    if q.__class__ not in _GAUSSIANS:
-        q = _as_gaussian("kl", "q", q)
-    if (jitter.__class__ is not float or jitter or memory_budget or threads
-            or threads.__class__ is not int):
-        jitter, memory_budget, threads = _options.common("kl", jitter, memory_budget, threads)
-    else:
-        memory_budget = 0
-    if (p._torch or q._torch) and _arrays.traced("kl"):
-        return _compiled("kl")(p, q, jitter, memory_budget, threads)
+    p0, q0 = p, q
     try:
-        out = _ext.kl(p._spec, q._spec, threads, jitter, memory_budget, torch_path)
-    except ValueError as e:
-        raise with_hint(e) from None
-    if out.__class__ is _KEPT:
-        if p._namespace is None and q._namespace is None:
-            autograd = _AUTOGRAD or _autograd()
-            # No functorch wrapper to unwrap: a Kept means the extension read every tensor.
-            if _KEPT_APPLY is not None and not _TRANSFORMS():
-                pa, qa = p._spec, q._spec
-                return _KEPT_APPLY(out, pa[1], pa[2], qa[1], qa[2])
-            return autograd.rowwise("kl", p, q, threads, memory_budget)
-        out = NEEDS_GRAD
-    if out.__class__ is int or jitter or p._namespace is not None or q._namespace is not None:
-        if out == NEEDS_GRAD and not jitter and p._namespace is None and q._namespace is None:
-            return _autograd().rowwise("kl", p, q, threads, memory_budget)
-        return _Request("kl", p, q, threads=threads, jitter=jitter, budget=memory_budget,
-                        torch_path=torch_path).run(out)
-    return out
+        if p.__class__ not in _GAUSSIANS:
+            p = _as_gaussian("kl", "p", p)
+        if q.__class__ not in _GAUSSIANS:
+            q = _as_gaussian("kl", "q", q)
+        if p is not p0 or q is not q0:
+            p, q = _events.scalar_normals((p0, q0), p, q)
+        if p._spec[1].shape[-1] != q._spec[1].shape[-1]:
+            p, q = _events.match("kl", (p0, q0), p, q)
+        if (jitter.__class__ is not float or jitter or memory_budget or threads
+                or threads.__class__ is not int):
+            jitter, memory_budget, threads = _options.common("kl", jitter, memory_budget, threads)
+        else:
+            memory_budget = 0
+        if (p._torch or q._torch) and _arrays.traced("kl"):
+            return _compiled("kl")(p, q, jitter, memory_budget, threads)
+        try:
+            out = _ext.kl(p._spec, q._spec, threads, jitter, memory_budget, torch_path)
+        except ValueError as e:
+            raise with_hint(e) from None
+        if out.__class__ is _KEPT:
+            if p._namespace is None and q._namespace is None:
+                autograd = _AUTOGRAD or _autograd()
+                # No functorch wrapper to unwrap: a Kept means the extension read every tensor.
+                if _KEPT_APPLY is not None and not _TRANSFORMS():
+                    pa, qa = p._spec, q._spec
+                    return _KEPT_APPLY(out, pa[1], pa[2], qa[1], qa[2])
+                return autograd.rowwise("kl", p, q, threads, memory_budget)
+            out = NEEDS_GRAD
+        if out.__class__ is int or jitter or p._namespace is not None or q._namespace is not None:
+            if out == NEEDS_GRAD and not jitter and p._namespace is None and q._namespace is None:
+                return _autograd().rowwise("kl", p, q, threads, memory_budget)
+            return _Request("kl", p, q, threads=threads, jitter=jitter, budget=memory_budget,
+                            torch_path=torch_path).run(out)
+        return out
+    except (ValueError, TypeError, RuntimeError) as e:
+        raise for_caller(e, "kl", {"p": p0, "q": q0}) from None
 
 
 @_documented
@@ -416,39 +470,44 @@ def kl_standard_normal(p, *, jitter: float = 0.0, memory_budget: int | None = 0,
     >>> encoder.weight.grad.shape
     torch.Size([8, 10])
     """
-    if p.__class__ not in _GAUSSIANS:
-        p = _as_gaussian("kl_standard_normal", "p", p)
-    if (jitter.__class__ is not float or jitter or memory_budget or threads
-            or threads.__class__ is not int):
-        jitter, memory_budget, threads = _options.common("kl_standard_normal", jitter,
-                                                         memory_budget, threads)
-    else:
-        memory_budget = 0
-    if p._torch and _arrays.traced("kl_standard_normal"):
-        return _compiled("kl_standard_normal")(p, jitter, memory_budget, threads)
+    p0 = p
     try:
-        out = _ext.kl_standard_normal(p._spec, threads, jitter, memory_budget, torch_path)
-    except ValueError as e:
-        raise with_hint(e) from None
-    if out.__class__ is _KEPT:
-        if p._namespace is None:
-            autograd = _AUTOGRAD or _autograd()
-            if _KEPT_APPLY is not None and not _TRANSFORMS():
-                pa = p._spec
-                return _KEPT_APPLY(out, pa[1], pa[2])
-            return autograd.rowwise("kl_standard_normal", p, None, threads, memory_budget)
-        out = NEEDS_GRAD
-    if out.__class__ is int or jitter or p._namespace is not None:
-        if out == NEEDS_GRAD and not jitter and p._namespace is None:
-            return _autograd().rowwise("kl_standard_normal", p, None, threads, memory_budget)
-        return _Request("kl_standard_normal", p, None, threads=threads, jitter=jitter,
-                        budget=memory_budget, torch_path=torch_path).run(out)
-    return out
+        if p.__class__ not in _GAUSSIANS:
+            p = _as_gaussian("kl_standard_normal", "p", p)
+        if (jitter.__class__ is not float or jitter or memory_budget or threads
+                or threads.__class__ is not int):
+            jitter, memory_budget, threads = _options.common("kl_standard_normal", jitter,
+                                                             memory_budget, threads)
+        else:
+            memory_budget = 0
+        if p._torch and _arrays.traced("kl_standard_normal"):
+            return _compiled("kl_standard_normal")(p, jitter, memory_budget, threads)
+        try:
+            out = _ext.kl_standard_normal(p._spec, threads, jitter, memory_budget, torch_path)
+        except ValueError as e:
+            raise with_hint(e) from None
+        if out.__class__ is _KEPT:
+            if p._namespace is None:
+                autograd = _AUTOGRAD or _autograd()
+                if _KEPT_APPLY is not None and not _TRANSFORMS():
+                    pa = p._spec
+                    return _KEPT_APPLY(out, pa[1], pa[2])
+                return autograd.rowwise("kl_standard_normal", p, None, threads, memory_budget)
+            out = NEEDS_GRAD
+        if out.__class__ is int or jitter or p._namespace is not None:
+            if out == NEEDS_GRAD and not jitter and p._namespace is None:
+                return _autograd().rowwise("kl_standard_normal", p, None, threads, memory_budget)
+            return _Request("kl_standard_normal", p, None, threads=threads, jitter=jitter,
+                            budget=memory_budget, torch_path=torch_path).run(out)
+        return out
+    except (ValueError, TypeError, RuntimeError) as e:
+        raise for_caller(e, "kl_standard_normal", {"p": p0}) from None
 
 
 @_documented
 def pairwise_kl(p, q=None, *, jitter: float = 0.0, tolerance: float | None = 0.0,
-                memory_budget: int | None = 0, threads: int = 0, torch_path: bool | None = None):
+                memory_budget: int | None = 0, threads: int = 0, torch_path: bool | None = None,
+                progress=None):
     """All pairs: ``out[i, j] = KL(p_i || q_j)`` in nats; without ``q``, ``q = p`` and the
     diagonal is exactly 0.
 
@@ -467,6 +526,7 @@ def pairwise_kl(p, q=None, *, jitter: float = 0.0, tolerance: float | None = 0.0
     {memory_budget_pairs}
     {threads}
     {torch_path}
+    {progress}
 
     Returns
     -------
@@ -497,37 +557,40 @@ def pairwise_kl(p, q=None, *, jitter: float = 0.0, tolerance: float | None = 0.0
     >>> kl.shape, kl.dtype, bool((kl.diagonal() == 0).all())
     (torch.Size([64, 64]), torch.float32, True)
     """
-    op = "pairwise_kl"
-    if p.__class__ not in _GAUSSIANS:
-        p = _as_gaussian(op, "p", p)
-    if q is not None and q.__class__ not in _GAUSSIANS:
-        q = _as_gaussian(op, "q", q)
-    if (jitter.__class__ is not float or jitter or memory_budget or threads
-            or threads.__class__ is not int):
-        jitter, memory_budget, threads = _options.common(op, jitter, memory_budget, threads)
-    else:
-        memory_budget = 0
-    if tolerance.__class__ is not float or tolerance:
-        tolerance = _options.tolerance(op, tolerance)
-    if (p._torch or (q is not None and q._torch)) and _arrays.traced("pairwise_kl"):
-        return _compiled("pairwise_kl")(p, q, jitter, tolerance, memory_budget, threads)
+    p0, q0 = p, q
     try:
-        out = _ext.pairwise_kl(p._spec, None if q is None else q._spec, threads, jitter,
-                               tolerance, memory_budget, torch_path)
-    except ValueError as e:
-        raise with_hint(e) from None
-    if (out.__class__ is int or jitter or p._namespace is not None
-            or (q is not None and q._namespace is not None)):
-        return _Request(op, p, q, threads=threads, jitter=jitter, budget=memory_budget,
-                        torch_path=torch_path, tolerance=tolerance,
-                        self_pairs=q is None).run(out)
-    return out
+        op = "pairwise_kl"
+        p, q = pairs_inputs(op, p, q)
+        if (jitter.__class__ is not float or jitter or memory_budget or threads
+                or threads.__class__ is not int):
+            jitter, memory_budget, threads = _options.common(op, jitter, memory_budget, threads)
+        else:
+            memory_budget = 0
+        if tolerance.__class__ is not float or tolerance:
+            tolerance = _options.tolerance(op, tolerance)
+        if (p._torch or (q is not None and q._torch)) and _arrays.traced("pairwise_kl"):
+            return _compiled("pairwise_kl")(p, q, jitter, tolerance, memory_budget, threads)
+        try:
+            if progress is not None:
+                progress = _progress.callback(op, progress)
+            out = _ext.pairwise_kl(p._spec, None if q is None else q._spec, threads, jitter,
+                                   tolerance, memory_budget, torch_path, False, progress)
+        except ValueError as e:
+            raise with_hint(e) from None
+        if (out.__class__ is int or jitter or p._namespace is not None
+                or (q is not None and q._namespace is not None)):
+            return _Request(op, p, q, threads=threads, jitter=jitter, budget=memory_budget,
+                            torch_path=torch_path, tolerance=tolerance, self_pairs=q is None,
+                            progress=progress).run(out)
+        return out
+    except (ValueError, TypeError, RuntimeError) as e:
+        raise for_caller(e, "pairwise_kl", {"p": p0, "q": q0}) from None
 
 
 @_documented
-def knn_kl(p, q=None, *, k: int, exclude_self: bool = False, jitter: float = 0.0,
+def knn_kl(p, q=None, k: int | None = None, *, exclude_self: bool = False, jitter: float = 0.0,
            tolerance: float | None = 0.0, memory_budget: int | None = 0, threads: int = 0,
-           torch_path: bool | None = None):
+           torch_path: bool | None = None, progress=None):
     """Nearest neighbours by KL: for each ``p_i``, the ``k`` smallest ``KL(p_i || q_j)``,
     ascending, ties to the lower ``j``. The ``[N, M]`` matrix is never kept. Tensors with
     ``requires_grad`` get gradients of the values (through the pairs chosen).
@@ -539,8 +602,9 @@ def knn_kl(p, q=None, *, k: int, exclude_self: bool = False, jitter: float = 0.0
     q : the same, or None (default)
         The database: M distributions, any family; None: q = p.
     k : int
-        How many neighbours per query, 1 <= k <= M (M - 1 with ``exclude_self``); ValueError
-        outside, TypeError if not an int.
+        How many neighbours per query, 1 <= k <= M (M - 1 with ``exclude_self``), the third
+        argument or by keyword (``knn_kl(p, q, 10)``, ``knn_kl(p, k=10)``); ValueError outside
+        that range, TypeError if not an int or not given.
     exclude_self : bool, default False
         Without q only: leave out ``j == i`` (each distribution's own zero).
     {jitter}
@@ -551,6 +615,7 @@ def knn_kl(p, q=None, *, k: int, exclude_self: bool = False, jitter: float = 0.0
     {memory_budget_pairs}
     {threads}
     {torch_path}
+    {progress}
 
     Returns
     -------
@@ -586,23 +651,26 @@ def knn_kl(p, q=None, *, k: int, exclude_self: bool = False, jitter: float = 0.0
     >>> idx.shape, idx.dtype, dist.dtype, idx[:, 0]
     ((3, 10), dtype('int64'), dtype('float64'), array([0, 1, 2], dtype=int64))
     """
-    op = "knn_kl"
-    if p.__class__ not in _GAUSSIANS:
-        p = _as_gaussian(op, "p", p)
-    if q is not None and q.__class__ not in _GAUSSIANS:
-        q = _as_gaussian(op, "q", q)
-    if (jitter.__class__ is not float or jitter or memory_budget or threads
-            or threads.__class__ is not int):
-        jitter, memory_budget, threads = _options.common(op, jitter, memory_budget, threads)
-    else:
-        memory_budget = 0
-    if tolerance.__class__ is not float or tolerance:
-        tolerance = _options.tolerance(op, tolerance)
-    k = _options.integer(op, "k", k, _options.INT64_MAX, "2^63 - 1")
-    exclude_self = bool(exclude_self)
-    request = _Request(op, p, q, threads=threads, jitter=jitter, budget=memory_budget,
-                       torch_path=torch_path, tolerance=tolerance, k=k,
-                       exclude_self=exclude_self, self_pairs=q is None)
-    if (p._torch or (q is not None and q._torch)) and _arrays.traced("knn_kl"):
-        return _compiled("knn_kl")(request)
-    return request.run()
+    p0, q0 = p, q
+    try:
+        op = "knn_kl"
+        k = _knn_k(op, q, k)
+        p, q = pairs_inputs(op, p, q)
+        if (jitter.__class__ is not float or jitter or memory_budget or threads
+                or threads.__class__ is not int):
+            jitter, memory_budget, threads = _options.common(op, jitter, memory_budget, threads)
+        else:
+            memory_budget = 0
+        if tolerance.__class__ is not float or tolerance:
+            tolerance = _options.tolerance(op, tolerance)
+        k = _options.integer(op, "k", k, _options.INT64_MAX, "2^63 - 1")
+        exclude_self = bool(exclude_self)
+        request = _Request(op, p, q, threads=threads, jitter=jitter, budget=memory_budget,
+                           torch_path=torch_path, tolerance=tolerance, k=k,
+                           exclude_self=exclude_self, self_pairs=q is None,
+                           progress=_progress.callback(op, progress))
+        if (p._torch or (q is not None and q._torch)) and _arrays.traced("knn_kl"):
+            return _compiled("knn_kl")(request)
+        return request.run()
+    except (ValueError, TypeError, RuntimeError) as e:
+        raise for_caller(e, "knn_kl", {"p": p0, "q": q0}) from None

@@ -278,38 +278,56 @@ nb::object nearest_op(nb::handle p, nb::handle q, std::int64_t k, Ops ops, const
   return with_jitter(result, options.jitter, jittered);
 }
 
+// A Python callable as Options::progress, called with the GIL after each block of rows; what it
+// raises stops the call and reaches the caller (nb::python_error). The callable is held by the
+// caller's frame for the call: the function keeps a borrowed pointer, so copies of the Options
+// made without the GIL touch no reference count.
+void set_progress(Options& options, nb::handle progress) {
+  if (progress.is_none()) return;
+  options.progress = [fn = progress.ptr()](std::int64_t done, std::int64_t total) {
+    nb::gil_scoped_acquire gil;
+    const nb::handle callable(fn);
+    callable(done, total);
+  };
+}
+
 nb::object pairwise_kl_op(nb::handle p, nb::handle q, int threads, double jitter, double tolerance,
-                          std::int64_t budget, nb::handle torch_path, bool for_grad) {
+                          std::int64_t budget, nb::handle torch_path, bool for_grad,
+                          nb::handle progress) {
   Jittered jittered;
-  const Options options = options_of(threads, jitter, budget, tolerance, false, jittered);
+  Options options = options_of(threads, jitter, budget, tolerance, false, jittered);
+  set_progress(options, progress);
   return all_pairs_op(p, q, Ops::kl, options, jittered, torch_path, for_grad);
 }
 
 nb::object knn_kl_op(nb::handle p, nb::handle q, std::int64_t k, bool exclude_self, int threads,
                      double jitter, double tolerance, std::int64_t budget, nb::handle torch_path,
-                     bool for_grad) {
+                     bool for_grad, nb::handle progress) {
   Jittered jittered;
-  const Options options = options_of(threads, jitter, budget, tolerance, exclude_self, jittered);
+  Options options = options_of(threads, jitter, budget, tolerance, exclude_self, jittered);
+  set_progress(options, progress);
   return nearest_op(p, q, k, Ops::kl, options, jittered, torch_path, for_grad);
 }
 
 // All pairs of any kind (as divergence_op); kl is pairwise_kl.
 nb::object pairwise_op(nb::handle p, nb::handle q, int kind, double alpha, int threads,
                        double jitter, double tolerance, std::int64_t budget, nb::handle torch_path,
-                       bool for_grad) {
+                       bool for_grad, nb::handle progress) {
   Jittered jittered;
-  const Options options =
+  Options options =
       divergence_options(kind, alpha, threads, jitter, budget, tolerance, false, jittered);
+  set_progress(options, progress);
   return all_pairs_op(p, q, Ops::any, options, jittered, torch_path, for_grad);
 }
 
 // Nearest neighbours by any kind (as divergence_op); kl is knn_kl.
 nb::object knn_op(nb::handle p, nb::handle q, std::int64_t k, bool exclude_self, int kind,
                   double alpha, int threads, double jitter, double tolerance, std::int64_t budget,
-                  nb::handle torch_path, bool for_grad) {
+                  nb::handle torch_path, bool for_grad, nb::handle progress) {
   Jittered jittered;
-  const Options options =
+  Options options =
       divergence_options(kind, alpha, threads, jitter, budget, tolerance, exclude_self, jittered);
+  set_progress(options, progress);
   return nearest_op(p, q, k, Ops::any, options, jittered, torch_path, for_grad);
 }
 
@@ -399,20 +417,21 @@ void bind_ops(nb::module_& m) {
         "training step's tensors.");
   m.def("pairwise_kl", &pairwise_kl_op, arg("p"), arg("q").none(), arg("threads"), arg("jitter"),
         arg("tolerance"), arg("memory_budget"), arg("torch_path").none(), arg("for_grad") = false,
+        arg("progress").none() = nb::none(),
         "out[i..., j...] = KL(p_i || q_j); q None: q = p. A Status int when not the library's.");
   m.def("pairwise", &pairwise_op, arg("p"), arg("q").none(), arg("kind"), arg("alpha"),
         arg("threads"), arg("jitter"), arg("tolerance"), arg("memory_budget"),
-        arg("torch_path").none(), arg("for_grad") = false,
+        arg("torch_path").none(), arg("for_grad") = false, arg("progress").none() = nb::none(),
         "out[i..., j...] = D(p_i || q_j) of the kind DIVERGENCES[kind]; q None: q = p. A Status "
         "int when not the library's.");
   m.def("knn", &knn_op, arg("p"), arg("q").none(), arg("k"), arg("exclude_self"), arg("kind"),
         arg("alpha"), arg("threads"), arg("jitter"), arg("tolerance"), arg("memory_budget"),
-        arg("torch_path").none(), arg("for_grad") = false,
+        arg("torch_path").none(), arg("for_grad") = false, arg("progress").none() = nb::none(),
         "(indices, values) of the k smallest D(p_i || q_j) per i; a Status int when not the "
         "library's.");
   m.def("knn_kl", &knn_kl_op, arg("p"), arg("q").none(), arg("k"), arg("exclude_self"),
         arg("threads"), arg("jitter"), arg("tolerance"), arg("memory_budget"),
-        arg("torch_path").none(), arg("for_grad") = false,
+        arg("torch_path").none(), arg("for_grad") = false, arg("progress").none() = nb::none(),
         "(indices, values) of the k smallest KL(p_i || q_j) per i; a Status int when not the "
         "library's.");
   m.def("addresses", &addresses, arg("spec"),

@@ -135,12 +135,14 @@ def test_pairwise_q_that_no_stride_describes_is_made_contiguous(rng):
     np.testing.assert_array_equal(out.reshape(5, 12), gk.pairwise_kl(p, gaussian(flat)))
 
 
-def test_rows_in_errors_count_the_flattened_batch():
+def test_positions_in_errors_are_batch_indices():
     std = np.ones((2, 3, 2))
     std[1, 0, 1] = -1.0
     with pytest.raises(ValueError, match=r"^\[kl_standard_normal\] p.scale \(std\) must be "
-                                         r"positive and finite, found -1 at row 3, column 1$"):
+                                         r"positive and finite, found -1 at batch index \(1, 0\), "
+                                         r"element 1$") as e:
         gk.kl_standard_normal(gk.DiagGaussian(np.zeros((2, 3, 2)), std=std))
+    assert e.value.batch_index == (1, 0)
 
 
 def test_errors_in_a_batch_slice_name_it(rng):
@@ -148,10 +150,17 @@ def test_errors_in_a_batch_slice_name_it(rng):
     L[2, 1, 1] = -1.0
     p = gk.FullGaussian(np.zeros((4, 3, 2)), scale_tril=L)  # sliced per index of the first axis
     with pytest.raises(ValueError, match=r"^\[kl_standard_normal\] p.scale \(scale_tril\) must "
-                                         r"have a positive diagonal .* at distribution 2, row 1, "
-                                         r"column 1 \(in the batch slice \[0, :\] of shape "
-                                         r"\(4, 3\)\)$"):
+                                         r"have a positive diagonal .* at batch index \(0, 2\), "
+                                         r"row 1, column 1$"):
         gk.kl_standard_normal(p)
+    # A later slice: the batch index counts from the whole batch, not the slice.
+    mean = np.zeros((4, 3, 2))
+    mean[2, 1, 0] = np.nan
+    p = gk.FullGaussian(mean, scale_tril=np.repeat(np.eye(2)[None], 3, 0))
+    with pytest.raises(ValueError, match=r"^\[kl_standard_normal\] p.mean must be finite, found "
+                                         r"nan at batch index \(2, 1\), element 0$") as e:
+        gk.kl_standard_normal(p)
+    assert e.value.batch_index == (2, 1)
 
 
 def test_batches_that_do_not_broadcast():

@@ -70,11 +70,15 @@ def test_from_torch_keeps_the_parameterization_and_tensors(torch):
     assert gk.from_torch(D.MultivariateNormal(loc, scale_tril=L)).param == "scale_tril"
     assert gk.from_torch(D.MultivariateNormal(loc, covariance_matrix=L)).param == "covariance"
     assert gk.from_torch(D.MultivariateNormal(loc, precision_matrix=L)).param == "precision_matrix"
-    normal = D.Normal(loc, torch.ones(3, 2))
+    normal = D.Independent(D.Normal(loc, torch.ones(3, 2)), 1)
     g = gk.from_torch(normal)
     assert (g.family, g.param, g.n, g.d) == ("diag", "std", 3, 2)
     assert g.mean.data_ptr() == loc.data_ptr()
-    assert gk.from_torch(D.Normal(torch.zeros(4), 1.0)).n == 1  # [D]: one distribution
+    # A Normal is univariate, as in torch: [4] is four distributions of D = 1, no copy.
+    u = gk.from_torch(D.Normal(loc, torch.ones(3, 2)))
+    assert (u.batch_shape, u.d) == ((3, 2), 1) and u.mean.data_ptr() == loc.data_ptr()
+    assert gk.from_torch(D.Normal(torch.zeros(4), 1.0)).batch_shape == (4,)
+    assert gk.from_torch(D.Normal(0.0, 1.0)).batch_shape == ()
     lr = gk.from_torch(D.LowRankMultivariateNormal(loc, torch.ones(3, 2, 1), torch.ones(3, 2)))
     assert (lr.family, lr.rank) == ("low_rank", 1)
     with pytest.raises(TypeError, match=r"^\[from_torch\] unsupported distribution Gamma"):
@@ -87,10 +91,12 @@ def test_from_torch_keeps_the_parameterization_and_tensors(torch):
         == (2, 3)
 
 
-def test_normal_sums_over_the_last_axis(torch):
+def test_normal_is_univariate_as_in_torch(torch):
     D = torch.distributions
     p, q = D.Normal(torch.randn(5, 3), torch.rand(5, 3) + 0.5), D.Normal(torch.zeros(5, 3), 1.0)
-    torch.testing.assert_close(gk.kl(p, q), D.kl_divergence(p, q).sum(-1))
+    torch.testing.assert_close(gk.kl(p, q), D.kl_divergence(p, q))
+    pi, qi = D.Independent(p, 1), D.Independent(q, 1)
+    torch.testing.assert_close(gk.kl(pi, qi), D.kl_divergence(pi, qi))
 
 
 # -- autograd -----------------------------------------------------------------------------------
