@@ -32,16 +32,23 @@ io::MemoryAllowance allowance_of(const Args& args) {
 // Files are read and the output opened before any computation, so that every problem with
 // them is reported at once.
 // A side's --p-keys / --q-keys, else --keys; the texts were checked while parsing arguments.
-Keys keys_of(const std::string& side_keys, const std::string& keys) {
+Keys keys_of(const std::string& side, const std::string& side_keys, const std::string& keys) {
   const std::string& text = side_keys.empty() ? keys : side_keys;
-  return text.empty() ? Keys() : Keys::parse(text);
+  Keys parsed = text.empty() ? Keys() : Keys::parse(text);
+  if (!side_keys.empty()) parsed.set_flag("--" + side + "-keys");
+  return parsed;
 }
 
 Inputs load(const Args& args, io::MemoryAllowance& allowance) {
-  Inputs in{load_side("p", args.p, keys_of(args.p_keys, args.keys), allowance), std::nullopt};
-  if (!args.q.empty()) in.q = load_side("q", args.q, keys_of(args.q_keys, args.keys), allowance);
+  Inputs in{load_side("p", args.p, keys_of("p", args.p_keys, args.keys), allowance), std::nullopt};
+  if (!args.q.empty()) {
+    in.q = load_side("q", args.q, keys_of("q", args.q_keys, args.keys), allowance);
+  }
   for (const Side* side : {&in.p, in.q ? &*in.q : nullptr}) {
-    if (side && !ignored_note(*side).empty()) {
+    if (!side) continue;
+    for (const std::string& note : side->notes)
+      std::fprintf(stderr, "gausskl: note: %s\n", note.c_str());
+    if (!ignored_note(*side).empty()) {
       std::fprintf(stderr, "gausskl: note: %s\n", ignored_note(*side).c_str());
     }
   }

@@ -27,9 +27,11 @@ constexpr const char* kSpecHelp =
     "torch.tril_indices orders it; cov_factor [N, D, R] with cov_diag [N, D]); its other "
     "arrays are not read (a note names them). Or FILE.csv, one distribution per row, the "
     "columns named by a header row (or by np.savetxt's '# ' header line): NAME_i for element i "
-    "(mean_0, mean_1, ..., std_0, ...), NAME_i_j for matrices. Or NAME=FILE items, each FILE a "
-    ".npy or a .csv of one array. CSV values: comma-, tab- or space-separated, one kind per "
-    "file; '#' lines skipped";
+    "(mean_0, mean_1, ..., std_0, ...), NAME_i_j for matrices; other columns, and pandas' "
+    "unnamed first column of row labels, are not read (a note names them). Or NAME=FILE "
+    "items, each FILE a .npy or a .csv of one array (a header naming no array is skipped). "
+    "CSV values: comma-, tab- or space-separated, one kind per file; '#' lines skipped; .tsv "
+    "and .txt are CSV too";
 
 constexpr const char* kKeysHelp =
     "read ARRAY from what the files store as NAME (an .npz array, CSV columns NAME_i), e.g. "
