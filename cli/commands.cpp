@@ -182,7 +182,8 @@ void run_kl(const Args& args) {
                call_library("kl", budget,
                             [&] { kl(p, *q, std::span<U>(result), options(args, allowance)); });
              } else {
-               // The user ran kl: its errors say [kl], not the function it calls.
+               // The user ran kl: its errors say [kl], not the function it calls (the tag is
+               // always the command's name: cli/library_call.hpp).
                call_library("kl", budget, [&] {
                  kl_standard_normal(p, std::span<U>(result), options(args, allowance));
                });
@@ -206,10 +207,8 @@ void run_pairwise(const Args& args) {
                if (!writer) writer.emplace(out, n, m);
                writer->append(rows, block.data());
              });
-             // KL keeps the tag it always had; the other kinds are the command's.
-             const bool is_kl = divergence_of(args) == Divergence::kl;
-             call_library(is_kl ? "pairwise_kl" : "pairwise",
-                          budget_use(args, allowance, allowance.taken()),
+             // The tag is the command's name, whatever --divergence is (README, "Messages").
+             call_library("pairwise", budget_use(args, allowance, allowance.taken()),
                           [&] { pairwise_rows(p, q, sink, options(args, allowance, &progress)); });
              if (!writer) writer.emplace(out, n, m);  // N = 0: the header alone
            });
@@ -232,15 +231,14 @@ void run_knn(const Args& args) {
              std::vector<U> values(indices.size());
              Progress progress("knn", show_progress(args));
              const Divergence kind = divergence_of(args);
-             call_library(kind == Divergence::kl ? "knn_kl" : "knn",
-                          budget_use(args, allowance, inputs), [&] {
-                            const Options o = options(args, allowance, &progress);
-                            if (q) {
-                              knn(p, *q, args.k, indices, std::span<U>(values), o);
-                            } else {
-                              knn(p, args.k, indices, std::span<U>(values), o);
-                            }
-                          });
+             call_library("knn", budget_use(args, allowance, inputs), [&] {
+               const Options o = options(args, allowance, &progress);
+               if (q) {
+                 knn(p, *q, args.k, indices, std::span<U>(values), o);
+               } else {
+                 knn(p, args.k, indices, std::span<U>(values), o);
+               }
+             });
              write_knn(out, n, k, indices.data(), values.data(), divergence_name(kind));
            });
   out.commit();

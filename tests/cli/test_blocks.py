@@ -45,7 +45,7 @@ def test_pairwise_tightest_budget_streams_the_same_matrix(gausskl, tmp_path, rng
     blocks.unlink()
     result = gausskl("pairwise", *spec, "--memory-budget", budget - 1, "-o", blocks)
     assert result.returncode == 1
-    assert re.match(r"gausskl: error: \[pairwise_kl\] --memory-budget .* is too small: the inputs "
+    assert re.match(r"gausskl: error: \[pairwise\] --memory-budget .* is too small: the inputs "
                     r"took .*, which left .*, but the prepared", result.stderr), result.stderr
     assert not blocks.exists()
 
