@@ -116,9 +116,12 @@ BudgetUse budget_use(const Args& args, const io::MemoryAllowance& allowance, std
   return {args.memory_budget, inputs, allowance.taken() - inputs, allowance.left()};
 }
 
-// Progress on stderr only for a person watching: a terminal, and no --quiet.
-bool show_progress(const Args& args) {
-  return !args.quiet && isatty(fileno(stderr));
+// Progress on stderr: redrawn in place on a terminal (unless --quiet); with --progress, on any
+// other stream too, as a line every --progress seconds (a batch job's log).
+Progress::Mode progress_mode(const Args& args) {
+  if (args.quiet) return Progress::Mode::off;
+  if (isatty(fileno(stderr))) return Progress::Mode::terminal;
+  return args.progress_every > 0 ? Progress::Mode::lines : Progress::Mode::off;
 }
 
 }  // namespace
@@ -202,7 +205,7 @@ void run_pairwise(const Args& args) {
              const std::int64_t n = p.n(), m = q ? q->n() : n;
              // Row blocks go to the file as they are done: the matrix is never held whole.
              std::optional<MatrixWriter<U>> writer;
-             Progress progress("pairwise", show_progress(args));
+             Progress progress("pairwise", progress_mode(args), args.progress_every);
              const RowSink<U> sink([&](std::int64_t, std::int64_t rows, std::span<const U> block) {
                if (!writer) writer.emplace(out, n, m);
                writer->append(rows, block.data());
@@ -229,7 +232,7 @@ void run_knn(const Args& args) {
                             "knn", "the result");
              std::vector<std::int64_t> indices(static_cast<std::size_t>(n * k));
              std::vector<U> values(indices.size());
-             Progress progress("knn", show_progress(args));
+             Progress progress("knn", progress_mode(args), args.progress_every);
              const Divergence kind = divergence_of(args);
              call_library("knn", budget_use(args, allowance, inputs), [&] {
                const Options o = options(args, allowance, &progress);

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "cli/commands.hpp"
 #include "cli/keys.hpp"
@@ -105,7 +106,31 @@ void add_common(CLI::App* cmd, Args& args, const char* out_help) {
                 "for an unconstrained parameter), in every input that has packed_scale_tril");
   cmd->add_flag("--quiet", args.quiet,
                 "no progress line on stderr (none is shown when stderr "
-                "is not a terminal either)");
+                "is not a terminal either, unless --progress)");
+}
+
+// --progress [SECONDS] (pairwise, knn: the commands that take long): progress on stderr when it
+// is not a terminal too, as a line every SECONDS.
+CLI::Option* add_progress(CLI::App* cmd, std::vector<double>& every) {
+  CLI::Option* progress =
+      cmd->add_option("--progress", every,
+                      "progress on stderr whatever it is (a file, a pipe, a batch job's log): "
+                      "a line every SECONDS (default 10) with the rows done, the rate and the "
+                      "time left, and one at the end; on a terminal the line redrawn in place, "
+                      "as without it")
+          ->expected(0, 1)
+          ->type_name("[SECONDS]")
+          ->check(CLI::Validator(
+              [](std::string& text) {
+                double value = 0;
+                if (CLI::detail::lexical_cast(text, value) && value > 0 && value < 1e9) {
+                  return std::string();
+                }
+                return "SECONDS must be a number > 0, found " + text;
+              },
+              "SECONDS > 0"));
+  progress->excludes(cmd->get_option("--quiet"));
+  return progress;
 }
 
 std::string tolerance_help() {
@@ -187,6 +212,8 @@ int main(int argc, char** argv) {
       "all pairs: out[i, j] = KL(p_i || q_j) (or --divergence KIND), shape [N, M]; "
       "without --q, q = p (zero diagonal)");
   add_common(pairwise, args, "output: .npy or .csv, or - for CSV on stdout");
+  std::vector<double> progress_every;  // --progress's SECONDS, if given
+  CLI::Option* const pairwise_progress = add_progress(pairwise, progress_every);
   add_tolerance(pairwise, args,
                 "Larger values (from about 1e-5) let float32 diagonal inputs use a faster "
                 "float kernel");
@@ -210,6 +237,7 @@ int main(int argc, char** argv) {
              "output: .npz (arrays `indices` int64 [N, K] and `kl` [N, K], or KIND "
              "with --divergence KIND) or .csv (lines p,rank,q,kl or KIND), or - for CSV on stdout");
   knn->add_option("-k", args.k, "neighbours per row, 1 <= K <= M")->required();
+  CLI::Option* const knn_progress = add_progress(knn, progress_every);
   add_tolerance(knn, args,
                 "knn: the error of the screening pass; the candidates are then re-scored "
                 "exactly, so the output does not depend on it, only the speed (from about "
@@ -250,6 +278,12 @@ int main(int argc, char** argv) {
     return usage_error(e.what(), help);
   }
   gausskl::io::remove_temporaries_on_signal();
+  for (const CLI::Option* given : {pairwise_progress, knn_progress}) {
+    // --progress alone gives one empty result (read as 0): the default, 10 s.
+    if (given->count() > 0) {
+      args.progress_every = given->results().front().empty() ? 10 : progress_every.front();
+    }
+  }
 
   try {
     if (args.exclude_self && !args.q.empty()) {
