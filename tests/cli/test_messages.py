@@ -107,7 +107,7 @@ def test_the_budget_message_with_q(gausskl, tmp_path, rng):
         "the result 156.2 KiB, which left 43.8 KiB, but the row-wise work takes 156.2 KiB\n")
 
 
-# -- the tag: the command's name, whatever --divergence is (README, "Messages") ----------------------
+# -- the tag: the command's name, whatever --divergence is (README, "Messages") --------------------
 
 @pytest.mark.parametrize("command", [["kl"], ["pairwise"], ["knn", "-k", "2"]])
 @pytest.mark.parametrize("kind", [[], ["--divergence", "wasserstein2"], ["--divergence", "renyi",

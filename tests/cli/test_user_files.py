@@ -187,7 +187,7 @@ def test_a_per_array_csv_header_must_name_that_array(gausskl, tmp_path):
         "...)")
 
 
-# -- CSV as pandas and NumPy write it ----------------------------------------------------------------
+# -- CSV as pandas and NumPy write it --------------------------------------------------------------
 
 def pandas_csv(values, names, index=None, header_names=True):
     """The text pandas' DataFrame(values, columns=names).to_csv() writes (written here by hand:
@@ -234,7 +234,8 @@ def test_row_labels_shift_the_column_numbers_of_errors(gausskl, tmp_path):
     ("mean_0,mean_1,std_0", "std_1", "mean has 2 columns, so std needs 2 columns; it has 1 column"),
     ("mean_0,std_0,std_1", "mean_1", "std has 2 columns, for D = 2; mean has 1 column"),
     ("mean_0,mean_1,mean_2,scale_tril_0_0,scale_tril_0_1,scale_tril_1_0,scale_tril_1_1",
-     "scale_tril_0_2", "mean has 3 columns, so scale_tril needs 3 x 3 columns; it has 2 x 2 columns"),
+     "scale_tril_0_2",
+     "mean has 3 columns, so scale_tril needs 3 x 3 columns; it has 2 x 2 columns"),
     ("mean_0,mean_1,packed_scale_tril_0,packed_scale_tril_1", "packed_scale_tril_2",
      "mean has 2 columns, so packed_scale_tril needs 3 columns; it has 2 columns"),
     ("mean_0,mean_1,cov_factor_0_0,cov_diag_0,cov_diag_1", "cov_factor_1_0",
