@@ -37,9 +37,9 @@ parameter):
 ``gk.from_torch(dist)`` reads torch.distributions ``Normal``, ``Independent(Normal, r)``,
 ``MultivariateNormal`` and ``LowRankMultivariateNormal``; the operations take them directly.
 
-Seed 000, a PyTorch forum question: the ``[B, B]`` matrix of KL between every pair of B diagonal
-Gaussians (``mu, std: [B, H]``), which the thread builds by broadcasting to ``[B, B, H]``, in one
-call that never forms ``[B, B, H]``:
+The pairwise KL matrix of a batch: the ``[B, B]`` KL between every pair of B diagonal Gaussians
+(``mu, std: [B, H]``), which a broadcast would build through ``[B, B, H]``, in one call that
+never forms ``[B, B, H]``:
 
 >>> import torch
 >>> _ = torch.manual_seed(0)
