@@ -38,6 +38,10 @@ constexpr const char* kKeysHelp =
     "read ARRAY from what the files store as NAME (an .npz array, CSV columns NAME_i), e.g. "
     "mean=mu,std=sigma";
 
+constexpr const char* kOutputHelp =
+    "output: .npy or .csv (the extension in any case), or - for CSV on stdout; /dev/null keeps "
+    "nothing (for timing a run)";
+
 constexpr const char* kExitCodes =
     "\nExit status: 0 success; 2 bad input or usage (one line on stderr naming the array, the "
     "index and the rule); 1 resource or internal error. On any error no output file is created "
@@ -173,7 +177,7 @@ int main(int argc, char** argv) {
       app.add_subcommand("kl",
                          "row-wise: out[i] = KL(p_i || q_i); N = 1 on either side broadcasts; "
                          "without --q, q = N(0, I)");
-  add_common(kl, args, "output: .npy or .csv, or - for CSV on stdout");
+  add_common(kl, args, kOutputHelp);
   // --divergence KIND and --alpha A, on each command; returns the --alpha option.
   const auto add_divergence = [&args](CLI::App* command, const std::string& what) {
     command
@@ -211,7 +215,7 @@ int main(int argc, char** argv) {
       "pairwise",
       "all pairs: out[i, j] = KL(p_i || q_j) (or --divergence KIND), shape [N, M]; "
       "without --q, q = p (zero diagonal)");
-  add_common(pairwise, args, "output: .npy or .csv, or - for CSV on stdout");
+  add_common(pairwise, args, kOutputHelp);
   std::vector<double> progress_every;  // --progress's SECONDS, if given
   CLI::Option* const pairwise_progress = add_progress(pairwise, progress_every);
   add_tolerance(pairwise, args,
@@ -233,9 +237,11 @@ int main(int argc, char** argv) {
                                      "nearest neighbours: the K smallest KL(p_i || q_j) (or "
                                      "--divergence KIND) per i, ascending (ties: lower "
                                      "j); without --q, q = p");
-  add_common(knn, args,
-             "output: .npz (arrays `indices` int64 [N, K] and `kl` [N, K], or KIND "
-             "with --divergence KIND) or .csv (lines p,rank,q,kl or KIND), or - for CSV on stdout");
+  add_common(
+      knn, args,
+      "output: .npz (arrays `indices` int64 [N, K] and `kl` [N, K], or KIND "
+      "with --divergence KIND) or .csv (lines p,rank,q,kl or KIND), in any case, or - for CSV "
+      "on stdout; /dev/null keeps nothing");
   knn->add_option("-k", args.k, "neighbours per row, 1 <= K <= M")->required();
   CLI::Option* const knn_progress = add_progress(knn, progress_every);
   add_tolerance(knn, args,
