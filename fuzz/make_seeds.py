@@ -112,6 +112,8 @@ def main():
     rows = "\n".join(f"{i}," + ",".join(f"{v:.6g}" for v in row) for i, row in enumerate(values))
     (csv / "pandas_index.csv").write_bytes((",mean_0,mean_1,std_0,std_1\n" + rows + "\n").encode())
     (csv / "pandas_unnamed_columns.csv").write_bytes((",0,1,2,3\n" + rows + "\n").encode())
+    tabbed = (",mean_0,mean_1,std_0,std_1\n" + rows + "\n").replace(",", "\t")
+    (csv / "pandas_index.tsv").write_bytes(tabbed.encode())  # to_csv(sep="\t")
     (csv / "pandas_filtered_index.csv").write_bytes(
         b",mu_0,std_0,item_id\n3,0.5,1,17\n8,-1,2,21\n")
     (csv / "extra_columns.csv").write_bytes(b"item_id,mean_0,std_0,label\n1,0.5,1,0\n2,-1,2,1\n")

@@ -124,6 +124,8 @@ CsvTable parse_csv_table(std::string_view text, const std::string& where,
     pos = newline + 1;
     ++line_number;
     if (!row.empty() && row.back() == '\r') row.remove_suffix(1);
+    const bool leading_tab = row.find_first_not_of(' ') != std::string_view::npos &&
+                             row[row.find_first_not_of(' ')] == '\t';
     row = trim_blanks(row);
     if (row.empty()) continue;
     if (row.front() == '#') {
@@ -137,6 +139,17 @@ CsvTable parse_csv_table(std::string_view text, const std::string& where,
     }
     const CsvLine line{where, line_number, first_line};
     split_fields(row, separator, line, fields);
+    if (columns < 0 && leading_tab && separator != CsvSeparator::comma) {
+      // pandas' to_csv(sep="\t") starts its header with the index's empty name: the tab trimmed
+      // above separated it.
+      std::vector<std::string_view> labelled;
+      split_fields(row, CsvSeparator::tab, line, labelled);
+      labelled.insert(labelled.begin(), std::string_view());
+      if (row_labels_header(labelled)) {
+        fields = std::move(labelled);
+        separator = CsvSeparator::tab;
+      }
+    }
     const auto count = static_cast<std::int64_t>(fields.size());
     if (columns < 0) {
       columns = count;

@@ -189,20 +189,21 @@ def test_a_per_array_csv_header_must_name_that_array(gausskl, tmp_path):
 
 # -- CSV as pandas and NumPy write it --------------------------------------------------------------
 
-def pandas_csv(values, names, index=None, header_names=True):
-    """The text pandas' DataFrame(values, columns=names).to_csv() writes (written here by hand:
-    pandas is not a test dependency): an unnamed index column of row numbers first."""
+def pandas_csv(values, names, index=None, header_names=True, sep=","):
+    """The text pandas' DataFrame(values, columns=names).to_csv(sep=sep) writes (written here by
+    hand: pandas is not a test dependency): an unnamed index column of row numbers first."""
     index = range(len(values)) if index is None else index
-    head = "," + ",".join(names if header_names else map(str, range(values.shape[1])))
-    rows = [f"{i}," + ",".join(f"{v:.17g}" for v in row) for i, row in zip(index, values)]
+    head = sep + sep.join(names if header_names else map(str, range(values.shape[1])))
+    rows = [f"{i}{sep}" + sep.join(f"{v:.17g}" for v in row) for i, row in zip(index, values)]
     return head + "\n" + "\n".join(rows) + "\n"
 
 
-def test_pandas_row_labels_are_skipped_with_a_note(gausskl, tmp_path, rng):
+@pytest.mark.parametrize("name, sep", [("p.csv", ","), ("p.tsv", "\t")])
+def test_pandas_row_labels_are_skipped_with_a_note(gausskl, tmp_path, rng, name, sep):
     g = gaussians(rng, "std", 5, 3)
     values, names = table(g)
-    path = tmp_path / "p.csv"
-    path.write_text(pandas_csv(values, names, index=[3, 7, 8, 20, 21]))  # a filtered frame
+    path = tmp_path / name
+    path.write_text(pandas_csv(values, names, index=[3, 7, 8, 20, 21], sep=sep))  # filtered
     result = gausskl.ok("kl", "--p", path, "-o", tmp_path / "kl.npy")
     assert result.stderr == (f"gausskl: note: {path}: skipping column 1 (unnamed in the header: "
                              "row labels, as pandas' to_csv writes them)\n")

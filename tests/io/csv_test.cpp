@@ -194,6 +194,14 @@ TEST(Csv, SkipsPandasRowLabels) {
   EXPECT_EQ(parse_error(",1,0\n0,1,2\n"), "[read] in.csv: line 1, column 1: empty value");
   EXPECT_EQ(parse_error("a,,b\n1,2,3\n"), "[read] in.csv: line 1, column 1: 'a' is not a number");
   EXPECT_EQ(parse_error(",mean_0\n0,1\n1,\n"), "[read] in.csv: line 3, column 2: empty value");
+  // to_csv(sep="\t"): the header starts with a tab.
+  table = parse_csv_table("\tmean_0\tstd_0\n0\t1\t2\n", "in.tsv");
+  EXPECT_TRUE(table.row_labels);
+  EXPECT_EQ(table.header.names, (std::vector<std::string>{"mean_0", "std_0"}));
+  EXPECT_EQ(values_of(table.values), (std::vector<double>{1, 2}));
+  table = parse_csv_table("\t1\t2\n3\t4\n", "in.tsv");  // a leading tab before values: padding
+  EXPECT_FALSE(table.row_labels);
+  EXPECT_EQ(values_of(table.values), (std::vector<double>{1, 2, 3, 4}));
   table = parse_csv_table("mean_0,std_0\n1,2\n", "in.csv");
   EXPECT_FALSE(table.row_labels);
   EXPECT_EQ(table.header.first_column, 1);
