@@ -1,5 +1,6 @@
 // The public pairwise_kl on diagonal float32 inputs at the sizes of the PyTorch forum's question
-// (DESIGN seeds/000: mu, std [B, H], all pairs) and bench/README.md's table: q = p and q != p,
+// (seed 000 in bench/README.md: mu, std [B, H], all pairs) and bench/README.md's table: q = p and
+// q != p,
 // float32 results, default tolerance, real time. threads 0 is every hardware thread.
 //
 // The reference to read these against is the torch GEMM expansion of bench/peers.py timed in the

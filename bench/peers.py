@@ -17,7 +17,7 @@ Times, for each size, in the same invocation:
                        write it (means not centred), and the same with centred means;
 * full covariance, row-wise (batch B, dimension D, float32, ``scale_tril``): gk.kl vs
   ``kl_divergence(MultivariateNormal, MultivariateNormal)`` vs the two-triangular-solve method of
-  the blog post (DESIGN seeds);
+  a blog post (seed 001's own code);
 * full covariance, pairwise N = M, float64: gk.pairwise_kl vs ``MultivariateNormal`` broadcast to
   batch [N, M] (and the two-solve method broadcast the same way);
 * accuracy on the adversarial set (float32 inputs, D = 1024): means offset by 1e3, q_j a
@@ -168,7 +168,7 @@ class PeakMemory:
 # ----------------------------------------------------------------------------------------------
 
 def forum_kl_div(mu_q, std_q, mu_p, std_p):
-    """The PyTorch forum's function, verbatim (DESIGN seeds/000).
+    """The PyTorch forum's function, verbatim (seed 000's own code).
 
     KL(N(mu_q, std_q) || N(mu_p, std_p)): the first pair of arguments is the left side."""
     import torch
@@ -185,7 +185,7 @@ def forum_kl_div(mu_q, std_q, mu_p, std_p):
 
 
 def two_solves(mean1, scale_tril1, mean2, scale_tril2):
-    """The blog post's method (DESIGN seeds/001), verbatim but for d taken from the inputs."""
+    """The blog post's method (seed 001's own code), verbatim but for d taken from the inputs."""
     import torch
     d = mean1.shape[-1]
     y = torch.linalg.solve_triangular(

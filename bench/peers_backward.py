@@ -11,7 +11,7 @@ over repeats of one call, in microseconds:
 * vae: KL(N(mu, exp(logvar)) || N(0, I)) = -1/2 sum(1 + logvar - mu^2 - exp(logvar)), the VAE
   term as users write it, B x D = 128 x 32 and 4096 x 256;
 * diag: the direct formula between two std batches, 4096 x 32 and 4096 x 256;
-* full: the blog post's two-triangular-solve function (DESIGN seeds/001), B x d = 5 x 3 and
+* full: the blog post's two-triangular-solve function (seed 001's own code), B x d = 5 x 3 and
   256 x 16, gradients of all four tensors and of p's only.
 """
 

@@ -1,8 +1,8 @@
-"""The seeds' own cases (DESIGN seeds 000-003), gausskl against the code the users have, for
-bench/peers.py: each case builds its inputs and gives two zero-argument callables, theirs and
-gausskl's, computing the same thing (forward, or forward + backward as a training step does it:
-gradients set to None, the loss summed, backward). Construction of the gausskl batches is inside
-the timed call, as in a training step.
+"""The seeds' own cases (000-003; bench/README.md says what each is), gausskl against the code the
+users have, for bench/peers.py: each case builds its inputs and gives two zero-argument
+callables, theirs and gausskl's, computing the same thing (forward, or forward + backward as a
+training step does it: gradients set to None, the loss summed, backward). Construction of the
+gausskl batches is inside the timed call, as in a training step.
 
 Cases and their peers:
 
@@ -123,7 +123,8 @@ TARGETS = [
 
 
 def two_solves(mean1, scale_tril1, mean2, scale_tril2):
-    """The blog post's function (seeds/001), verbatim but for d taken from the inputs."""
+    """Seed 001's two-triangular-solve function (a blog post's), verbatim but for d taken from
+    the inputs."""
     import torch
     d = mean1.shape[-1]
     y = torch.linalg.solve_triangular(
@@ -137,7 +138,7 @@ def two_solves(mean1, scale_tril1, mean2, scale_tril2):
 
 
 def form_cholesky_tril_from_elements(d, scale_tril_elems):
-    """The blog post's builder of L (seeds/001), verbatim but for the dtype."""
+    """Seed 001's builder of L from packed elements (a blog post's), verbatim but for the dtype."""
     import torch
     batch_size = scale_tril_elems.size(0)
     device = scale_tril_elems.device

@@ -1,4 +1,4 @@
-// The array names of the file contract (DESIGN.md §3): a mean and one scale description.
+// The array names the CLI reads (README.md, "Example session"): a mean and one scale description.
 #pragma once
 
 #include <algorithm>

@@ -32,16 +32,23 @@ io::MemoryAllowance allowance_of(const Args& args) {
 // Files are read and the output opened before any computation, so that every problem with
 // them is reported at once.
 // A side's --p-keys / --q-keys, else --keys; the texts were checked while parsing arguments.
-Keys keys_of(const std::string& side_keys, const std::string& keys) {
+Keys keys_of(const std::string& side, const std::string& side_keys, const std::string& keys) {
   const std::string& text = side_keys.empty() ? keys : side_keys;
-  return text.empty() ? Keys() : Keys::parse(text);
+  Keys parsed = text.empty() ? Keys() : Keys::parse(text);
+  if (!side_keys.empty()) parsed.set_flag("--" + side + "-keys");
+  return parsed;
 }
 
 Inputs load(const Args& args, io::MemoryAllowance& allowance) {
-  Inputs in{load_side("p", args.p, keys_of(args.p_keys, args.keys), allowance), std::nullopt};
-  if (!args.q.empty()) in.q = load_side("q", args.q, keys_of(args.q_keys, args.keys), allowance);
+  Inputs in{load_side("p", args.p, keys_of("p", args.p_keys, args.keys), allowance), std::nullopt};
+  if (!args.q.empty()) {
+    in.q = load_side("q", args.q, keys_of("q", args.q_keys, args.keys), allowance);
+  }
   for (const Side* side : {&in.p, in.q ? &*in.q : nullptr}) {
-    if (side && !ignored_note(*side).empty()) {
+    if (!side) continue;
+    for (const std::string& note : side->notes)
+      std::fprintf(stderr, "gausskl: note: %s\n", note.c_str());
+    if (!ignored_note(*side).empty()) {
       std::fprintf(stderr, "gausskl: note: %s\n", ignored_note(*side).c_str());
     }
   }
@@ -109,9 +116,12 @@ BudgetUse budget_use(const Args& args, const io::MemoryAllowance& allowance, std
   return {args.memory_budget, inputs, allowance.taken() - inputs, allowance.left()};
 }
 
-// Progress on stderr only for a person watching: a terminal, and no --quiet.
-bool show_progress(const Args& args) {
-  return !args.quiet && isatty(fileno(stderr));
+// Progress on stderr: redrawn in place on a terminal (unless --quiet); with --progress, on any
+// other stream too, as a line every --progress seconds (a batch job's log).
+Progress::Mode progress_mode(const Args& args) {
+  if (args.quiet) return Progress::Mode::off;
+  if (isatty(fileno(stderr))) return Progress::Mode::terminal;
+  return args.progress_every > 0 ? Progress::Mode::lines : Progress::Mode::off;
 }
 
 }  // namespace
@@ -175,7 +185,8 @@ void run_kl(const Args& args) {
                call_library("kl", budget,
                             [&] { kl(p, *q, std::span<U>(result), options(args, allowance)); });
              } else {
-               // The user ran kl: its errors say [kl], not the function it calls.
+               // The user ran kl: its errors say [kl], not the function it calls (the tag is
+               // always the command's name: cli/library_call.hpp).
                call_library("kl", budget, [&] {
                  kl_standard_normal(p, std::span<U>(result), options(args, allowance));
                });
@@ -194,15 +205,13 @@ void run_pairwise(const Args& args) {
              const std::int64_t n = p.n(), m = q ? q->n() : n;
              // Row blocks go to the file as they are done: the matrix is never held whole.
              std::optional<MatrixWriter<U>> writer;
-             Progress progress("pairwise", show_progress(args));
+             Progress progress("pairwise", progress_mode(args), args.progress_every);
              const RowSink<U> sink([&](std::int64_t, std::int64_t rows, std::span<const U> block) {
                if (!writer) writer.emplace(out, n, m);
                writer->append(rows, block.data());
              });
-             // KL keeps the tag it always had; the other kinds are the command's.
-             const bool is_kl = divergence_of(args) == Divergence::kl;
-             call_library(is_kl ? "pairwise_kl" : "pairwise",
-                          budget_use(args, allowance, allowance.taken()),
+             // The tag is the command's name, whatever --divergence is (README, "Messages").
+             call_library("pairwise", budget_use(args, allowance, allowance.taken()),
                           [&] { pairwise_rows(p, q, sink, options(args, allowance, &progress)); });
              if (!writer) writer.emplace(out, n, m);  // N = 0: the header alone
            });
@@ -223,17 +232,16 @@ void run_knn(const Args& args) {
                             "knn", "the result");
              std::vector<std::int64_t> indices(static_cast<std::size_t>(n * k));
              std::vector<U> values(indices.size());
-             Progress progress("knn", show_progress(args));
+             Progress progress("knn", progress_mode(args), args.progress_every);
              const Divergence kind = divergence_of(args);
-             call_library(kind == Divergence::kl ? "knn_kl" : "knn",
-                          budget_use(args, allowance, inputs), [&] {
-                            const Options o = options(args, allowance, &progress);
-                            if (q) {
-                              knn(p, *q, args.k, indices, std::span<U>(values), o);
-                            } else {
-                              knn(p, args.k, indices, std::span<U>(values), o);
-                            }
-                          });
+             call_library("knn", budget_use(args, allowance, inputs), [&] {
+               const Options o = options(args, allowance, &progress);
+               if (q) {
+                 knn(p, *q, args.k, indices, std::span<U>(values), o);
+               } else {
+                 knn(p, args.k, indices, std::span<U>(values), o);
+               }
+             });
              write_knn(out, n, k, indices.data(), values.data(), divergence_name(kind));
            });
   out.commit();

@@ -18,6 +18,7 @@ struct Args {
   double jitter = 0;
   double tolerance = 0;  // pairwise and knn; 0: the library's default
   bool quiet = false;
+  double progress_every = 0;  // --progress [SECONDS]: 0 not given, else the seconds between lines
   std::int64_t k = 0;
   bool exclude_self = false;
   bool log_diagonal = false;         // packed_scale_tril diagonals are log L_rr

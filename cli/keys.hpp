@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace gausskl::cli {
 
@@ -23,9 +24,13 @@ class Keys {
   std::string written_of(const std::string& array) const;
   // "mean=mu", for messages; empty when `array` keeps its own name.
   std::string mapping_of(const std::string& array) const;
+  // The option the text came from (--keys, --p-keys or --q-keys), for messages.
+  const std::string& flag() const { return flag_; }
+  void set_flag(std::string flag) { flag_ = std::move(flag); }
 
  private:
   std::map<std::string, std::string> written_;  // array -> name in the file
+  std::string flag_ = "--keys";
 };
 
 }  // namespace gausskl::cli

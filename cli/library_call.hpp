@@ -17,11 +17,14 @@ struct BudgetUse {
 };
 
 // The library's error as the command should say it, decided by its data (gausskl/errors.hpp):
-// the tag, the error's op, becomes `command_tag` (kl without --q calls kl_standard_normal, but
-// the user ran kl); "the memory budget (LEFT) is too small: ..." says what the user asked for,
-// what the inputs took and what was left, since LEFT alone is a number the user never gave; a
-// matrix that is not positive definite gets the --jitter hint; a hint to set an option names
-// its flag. Errors that are not the library's keep their text.
+// the tag, the error's op, becomes `command_tag`. The rule (README, "Messages"): the CLI's tag
+// is the command's name, [kl], [pairwise] or [knn], whatever --divergence is and whichever
+// library function runs (kl without --q calls kl_standard_normal, pairwise calls pairwise_rows);
+// files' errors are [read], [load] and [write]. Python's tag is the function's name. Also: "the
+// memory budget (LEFT) is too small: ..." says what the user asked for, what the inputs took and
+// what was left, since LEFT alone is a number the user never gave; a matrix that is not positive
+// definite gets the --jitter hint; a hint to set an option names its flag. Errors that are not the
+// library's keep their text.
 std::string reword(const std::exception& e, const std::string& command_tag,
                    const BudgetUse& budget);
 

@@ -18,20 +18,25 @@ struct Side {
   std::string name;  // "p" or "q"
   std::map<std::string, io::Array> arrays;
   std::string file;                  // the one file a side came from (FILE.npz or FILE.csv)
-  std::vector<std::string> ignored;  // arrays of that .npz that are not read, by name
+  std::vector<std::string> ignored;  // arrays of that .npz, or columns of that table, not read
+  bool table = false;                // `file` is a CSV table (`ignored` holds column names)
+  std::vector<std::string> notes;    // what was skipped otherwise (pandas' row labels, ...)
 };
 
 // SPEC is either one FILE.npz, one FILE.csv table with named columns (io/csv_columns.hpp), or
-// NAME=FILE items with FILE a .npy or .csv holding one array. `keys` names the arrays as the
-// files store them (--keys). Checks names: a mean and exactly one scale description; other
-// arrays of an .npz are not read (listed in `ignored`). Throws std::invalid_argument
+// NAME=FILE items with FILE a .npy or .csv holding one array (.tsv and .txt are CSV too;
+// cli/file_names.hpp). `keys` names the arrays as the files store them (--keys). Checks names:
+// a mean and exactly one scale description, and in a table each array's columns for the D its
+// mean has; other arrays of an .npz and other columns of a table are not read (listed in
+// `ignored`), nor pandas' row labels, nor a one-array file's header that names no array (notes).
+// Throws std::invalid_argument
 // "[load] ..." or "[read] ..." on bad specs, names or files. The arrays' bytes are taken from
 // `allowance` as they are read (std::runtime_error when it runs out).
 Side load_side(const std::string& name, const std::vector<std::string>& spec, const Keys& keys,
                io::MemoryAllowance& allowance);
 
-// "P.npz: ignoring arrays 'labels', 'weights' (not distribution parameters)", or empty when
-// nothing was ignored.
+// "P.npz: ignoring arrays 'labels', 'weights' (not distribution parameters)" ("columns" for a
+// table), or empty when nothing was ignored.
 std::string ignored_note(const Side& side);
 
 // True if any array of the side is float64.

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "cli/commands.hpp"
 #include "cli/keys.hpp"
@@ -27,13 +28,19 @@ constexpr const char* kSpecHelp =
     "torch.tril_indices orders it; cov_factor [N, D, R] with cov_diag [N, D]); its other "
     "arrays are not read (a note names them). Or FILE.csv, one distribution per row, the "
     "columns named by a header row (or by np.savetxt's '# ' header line): NAME_i for element i "
-    "(mean_0, mean_1, ..., std_0, ...), NAME_i_j for matrices. Or NAME=FILE items, each FILE a "
-    ".npy or a .csv of one array. CSV values: comma-, tab- or space-separated, one kind per "
-    "file; '#' lines skipped";
+    "(mean_0, mean_1, ..., std_0, ...), NAME_i_j for matrices; other columns, and pandas' "
+    "unnamed first column of row labels, are not read (a note names them). Or NAME=FILE "
+    "items, each FILE a .npy or a .csv of one array (a header naming no array is skipped). "
+    "CSV values: comma-, tab- or space-separated, one kind per file; '#' lines skipped; .tsv "
+    "and .txt are CSV too";
 
 constexpr const char* kKeysHelp =
     "read ARRAY from what the files store as NAME (an .npz array, CSV columns NAME_i), e.g. "
     "mean=mu,std=sigma";
+
+constexpr const char* kOutputHelp =
+    "output: .npy or .csv (the extension in any case), or - for CSV on stdout; /dev/null keeps "
+    "nothing (for timing a run)";
 
 constexpr const char* kExitCodes =
     "\nExit status: 0 success; 2 bad input or usage (one line on stderr naming the array, the "
@@ -103,7 +110,31 @@ void add_common(CLI::App* cmd, Args& args, const char* out_help) {
                 "for an unconstrained parameter), in every input that has packed_scale_tril");
   cmd->add_flag("--quiet", args.quiet,
                 "no progress line on stderr (none is shown when stderr "
-                "is not a terminal either)");
+                "is not a terminal either, unless --progress)");
+}
+
+// --progress [SECONDS] (pairwise, knn: the commands that take long): progress on stderr when it
+// is not a terminal too, as a line every SECONDS.
+CLI::Option* add_progress(CLI::App* cmd, std::vector<double>& every) {
+  CLI::Option* progress =
+      cmd->add_option("--progress", every,
+                      "progress on stderr whatever it is (a file, a pipe, a batch job's log): "
+                      "a line every SECONDS (default 10) with the rows done, the rate and the "
+                      "time left, and one at the end; on a terminal the line redrawn in place, "
+                      "as without it")
+          ->expected(0, 1)
+          ->type_name("[SECONDS]")
+          ->check(CLI::Validator(
+              [](std::string& text) {
+                double value = 0;
+                if (CLI::detail::lexical_cast(text, value) && value > 0 && value < 1e9) {
+                  return std::string();
+                }
+                return "SECONDS must be a number > 0, found " + text;
+              },
+              "SECONDS > 0"));
+  progress->excludes(cmd->get_option("--quiet"));
+  return progress;
 }
 
 std::string tolerance_help() {
@@ -146,7 +177,7 @@ int main(int argc, char** argv) {
       app.add_subcommand("kl",
                          "row-wise: out[i] = KL(p_i || q_i); N = 1 on either side broadcasts; "
                          "without --q, q = N(0, I)");
-  add_common(kl, args, "output: .npy or .csv, or - for CSV on stdout");
+  add_common(kl, args, kOutputHelp);
   // --divergence KIND and --alpha A, on each command; returns the --alpha option.
   const auto add_divergence = [&args](CLI::App* command, const std::string& what) {
     command
@@ -184,7 +215,9 @@ int main(int argc, char** argv) {
       "pairwise",
       "all pairs: out[i, j] = KL(p_i || q_j) (or --divergence KIND), shape [N, M]; "
       "without --q, q = p (zero diagonal)");
-  add_common(pairwise, args, "output: .npy or .csv, or - for CSV on stdout");
+  add_common(pairwise, args, kOutputHelp);
+  std::vector<double> progress_every;  // --progress's SECONDS, if given
+  CLI::Option* const pairwise_progress = add_progress(pairwise, progress_every);
   add_tolerance(pairwise, args,
                 "Larger values (from about 1e-5) let float32 diagonal inputs use a faster "
                 "float kernel");
@@ -204,10 +237,13 @@ int main(int argc, char** argv) {
                                      "nearest neighbours: the K smallest KL(p_i || q_j) (or "
                                      "--divergence KIND) per i, ascending (ties: lower "
                                      "j); without --q, q = p");
-  add_common(knn, args,
-             "output: .npz (arrays `indices` int64 [N, K] and `kl` [N, K], or KIND "
-             "with --divergence KIND) or .csv (lines p,rank,q,kl or KIND), or - for CSV on stdout");
+  add_common(
+      knn, args,
+      "output: .npz (arrays `indices` int64 [N, K] and `kl` [N, K], or KIND "
+      "with --divergence KIND) or .csv (lines p,rank,q,kl or KIND), in any case, or - for CSV "
+      "on stdout; /dev/null keeps nothing");
   knn->add_option("-k", args.k, "neighbours per row, 1 <= K <= M")->required();
+  CLI::Option* const knn_progress = add_progress(knn, progress_every);
   add_tolerance(knn, args,
                 "knn: the error of the screening pass; the candidates are then re-scored "
                 "exactly, so the output does not depend on it, only the speed (from about "
@@ -248,6 +284,12 @@ int main(int argc, char** argv) {
     return usage_error(e.what(), help);
   }
   gausskl::io::remove_temporaries_on_signal();
+  for (const CLI::Option* given : {pairwise_progress, knn_progress}) {
+    // --progress alone gives one empty result (read as 0): the default, 10 s.
+    if (given->count() > 0) {
+      args.progress_every = given->results().front().empty() ? 10 : progress_every.front();
+    }
+  }
 
   try {
     if (args.exclude_self && !args.q.empty()) {

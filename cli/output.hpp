@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,9 +17,13 @@ enum class Format { npy, npz, csv };
 // fails fast, and nothing appears under the name until commit().
 class Output {
  public:
-  // path "-" is stdout (CSV). `allowed` lists the file formats the command writes.
+  // path "-" is stdout (CSV); "/dev/null" discards the results (in the first allowed format).
+  // `allowed` lists the file formats the command writes, by extension in any case (out.NPY).
   // Throws std::invalid_argument for an extension not in `allowed`.
   Output(const std::string& path, const std::vector<Format>& allowed);
+  ~Output();
+  Output(const Output&) = delete;
+  Output& operator=(const Output&) = delete;
 
   Format format() const { return format_; }
   // The path, or "stdout", for messages.
@@ -29,7 +34,8 @@ class Output {
  private:
   std::string path_, name_;
   Format format_;
-  std::unique_ptr<io::AtomicFile> atomic_;  // empty for stdout
+  std::unique_ptr<io::AtomicFile> atomic_;  // empty for stdout and /dev/null
+  std::FILE* null_ = nullptr;               // /dev/null
 };
 
 // A matrix [rows, cols] (cols = 0 means a vector [rows]) in the output's format, written in

@@ -1,4 +1,4 @@
-// A one-line progress report on stderr for long all-pairs runs.
+// Progress of long runs (pairwise, knn) on stderr: rows done, the rate and the time left.
 #pragma once
 
 #include <chrono>
@@ -9,18 +9,23 @@ namespace gausskl::cli {
 
 class Progress {
  public:
-  // Reports only when `enabled` (the CLI passes: stderr is a terminal and no --quiet).
-  Progress(std::string what, bool enabled);
+  enum class Mode {
+    off,
+    terminal,  // one line redrawn in place a few times a second, erased at the end
+    lines,     // a line every `every_seconds` and one at the end (a log, a batch job's stderr)
+  };
+  Progress(std::string what, Mode mode, double every_seconds = 10);
   ~Progress();
   Progress(const Progress&) = delete;
   Progress& operator=(const Progress&) = delete;
 
-  // Rows done out of total; redraws at most a few times a second.
+  // Rows done out of total, as the library reports them after each block of rows.
   void operator()(std::int64_t done, std::int64_t total);
 
  private:
   std::string what_;
-  bool enabled_;
+  Mode mode_;
+  std::chrono::duration<double> every_;
   bool drawn_ = false;
   std::chrono::steady_clock::time_point start_, last_;
 };

@@ -106,6 +106,29 @@ def main():
     (csv / "header_matrix.csv").write_bytes(
         b"mu_0,mu_1,scale_tril_0_0,scale_tril_1_1,scale_tril_1_0,scale_tril_0_1\n"
         b"0.5,-1,1,2,0.25,0\n1,1,1,1,0,0\n")
+    # pandas' DataFrame.to_csv: an unnamed index column first (row labels, skipped), named
+    # columns or, for a frame made from an array, 0, 1, ...; other columns beside the
+    # distribution's (skipped with a note); a column missing (the error names it).
+    rows = "\n".join(f"{i}," + ",".join(f"{v:.6g}" for v in row) for i, row in enumerate(values))
+    (csv / "pandas_index.csv").write_bytes((",mean_0,mean_1,std_0,std_1\n" + rows + "\n").encode())
+    (csv / "pandas_unnamed_columns.csv").write_bytes((",0,1,2,3\n" + rows + "\n").encode())
+    tabbed = (",mean_0,mean_1,std_0,std_1\n" + rows + "\n").replace(",", "\t")
+    (csv / "pandas_index.tsv").write_bytes(tabbed.encode())  # to_csv(sep="\t")
+    (csv / "pandas_filtered_index.csv").write_bytes(
+        b",mu_0,std_0,item_id\n3,0.5,1,17\n8,-1,2,21\n")
+    (csv / "extra_columns.csv").write_bytes(b"item_id,mean_0,std_0,label\n1,0.5,1,0\n2,-1,2,1\n")
+    (csv / "missing_column.csv").write_bytes(b"mean_0,mean_1,std_0\n1,2,3\n")
+    # A one-array file whose header names its columns otherwise: np.savetxt(header="a,b,c").
+    buffer = io.BytesIO()
+    np.savetxt(buffer, values[:, :3], delimiter=",", header="a,b,c", comments="", fmt="%.6g")
+    (csv / "header_other_names.csv").write_bytes(buffer.getvalue())
+    # .tsv and .txt are read as CSV: their seeds are tab- and space-separated tables.
+    buffer = io.BytesIO()
+    np.savetxt(buffer, values, delimiter="\t", header="\t".join(names), comments="", fmt="%.6g")
+    (csv / "table.tsv").write_bytes(buffer.getvalue())
+    buffer = io.BytesIO()
+    np.savetxt(buffer, values, fmt="%.18e")  # np.savetxt's defaults exactly, as st.txt has it
+    (csv / "savetxt.txt").write_bytes(buffer.getvalue())
     (csv / "mixed_rejected.csv").write_bytes(b"1,2\n3 4\n")
     (csv / "spacing_crlf.csv").write_bytes(
         b"# comment\r\n 0.5 ,\t1.5\r\n\r\n+2.5,-3.5e+1\r\nnan,inf\r\n"

@@ -38,9 +38,9 @@ parameter):
 ``Independent(Normal, r)``, ``MultivariateNormal`` and ``LowRankMultivariateNormal``; the
 operations take them directly and return what ``torch.distributions.kl_divergence`` returns.
 
-Seed 000, a PyTorch forum question: the ``[B, B]`` matrix of KL between every pair of B diagonal
-Gaussians (``mu, std: [B, H]``), which the thread builds by broadcasting to ``[B, B, H]``, in one
-call that never forms ``[B, B, H]``:
+The pairwise KL matrix of a batch: the ``[B, B]`` KL between every pair of B diagonal Gaussians
+(``mu, std: [B, H]``), which a broadcast would build through ``[B, B, H]``, in one call that
+never forms ``[B, B, H]``:
 
 >>> import torch
 >>> _ = torch.manual_seed(0)

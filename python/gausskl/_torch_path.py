@@ -5,9 +5,9 @@ and for gradients (every function here is differentiable by torch.autograd).
 * Row-wise KL: per pair, the diagonal/diagonal case in the expm1 form (exactly 0 at p = q);
   otherwise through triangular solves, Woodbury for low rank (never densified).
 * Pairwise KL, certified as the library's (tolerance, memory_budget): diagonal pairs by the
-  centred GEMM form of DESIGN section 2 with its rounding bound alongside, the entries whose
-  bound is too wide recomputed by the direct form; other families by the direct form for every
-  pair. In row blocks within the budget; never an [N, M, D] intermediate (_Pairs).
+  centred GEMM form (2 KL_ij = left_i . right_j + c_j - s_i) with its rounding bound alongside,
+  the entries whose bound is too wide recomputed by the direct form; other families by the direct
+  form for every pair. In row blocks within the budget; never an [N, M, D] intermediate (_Pairs).
 * knn: the certified blocks, candidates re-scored by the direct form, each row sorted stably
   (ties to the lower j) and cut to k.
 * Batch shapes: every batch is flattened to one axis of N rows (expand and reshape, so gradients
@@ -558,7 +558,7 @@ class _Pairs:
     """All pairs KL(p_i || q_j), certified entry by entry (tolerance as the library's
     Options::tolerance, |KL - exact| / (|exact| + 1)), in row blocks within the memory budget.
 
-    Diagonal pairs: the centred GEMM form of DESIGN section 2, 2 KL_ij = left_i . right_j + c_j
+    Diagonal pairs: the centred GEMM form, 2 KL_ij = left_i . right_j + c_j
     - s_i, with its rounding bound computed alongside from the absolute values of the same terms
     (a second GEMM); entries whose bound exceeds the tolerance are recomputed by the direct form
     (the expm1 form of _pair_rowwise), in chunks of pairs. Other families: the direct form for
@@ -661,7 +661,7 @@ _show_bytes = _ext.show_bytes
 
 
 def _gemm_form(P: Side, Q: Side, self_pairs: bool) -> torch.Tensor:
-    """All pairs by the centred GEMM form alone (DESIGN section 2; K = 2D for diagonal pairs,
+    """All pairs by the centred GEMM form alone (K = 2D for diagonal pairs,
     D^2 + D otherwise), uncertified: the formula the gradients differentiate, smooth and free of
     data-dependent shapes, so that torch.compile can trace it."""
     centre = Q.mean.detach().mean(0, keepdim=True)

@@ -81,7 +81,7 @@ void kl_backward_impl(const Gaussians<T>& p, const Gaussians<T>& q, std::span<co
   check_options(op, options);
   detail::require_kl(op, options);
   // Full batches are validated on the workers the computation itself will use, so that small
-  // calls (the blog's 5 x 3) start none.
+  // calls (a batch of 5 full-covariance pairs at d = 3) start none.
   const int workers = detail::plan_rowwise(p, &q, std::max(p.n(), q.n()), options).workers;
   detail::validate(op, "p", p, workers);
   detail::validate(op, "q", q, workers);

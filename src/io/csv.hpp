@@ -4,7 +4,9 @@
 // file (the first row's: see csv_fields.hpp), blanks around them allowed; lines that are empty
 // or start with '#' are skipped; every row must have the same number of values. The first row
 // is a header when every field of it is a name (it starts with a letter or '_' and is not a
-// number such as nan or inf). Errors name the line and column:
+// number such as nan or inf), or when its first field is empty and the others are names or the
+// numbers 0, 1, 2, ...: pandas' DataFrame.to_csv, whose first column holds the row labels
+// (its index), which are then skipped. Errors name the line and column:
 // "[read] path: line 3, column 2: 'abc' is not a number".
 // Writing: one row per line, shortest text that reads back to the same value.
 #pragma once
@@ -23,10 +25,13 @@ namespace gausskl::io {
 struct CsvNames {
   std::vector<std::string> names;
   std::int64_t line = 0;
+  std::int64_t first_column = 1;  // the file's column of names[0] (2 after pandas' row labels)
 };
 
 struct CsvTable {
-  CsvNames header;  // the header row
+  CsvNames header;  // the header row, without the empty name of pandas' row labels
+  // The header's first field was empty: column 1 held row labels and is not in `values`.
+  bool row_labels = false;
   // Without a header row: the names of the '#' line right above the first row, if every
   // field of it (after the '#', split at commas, tabs or spaces) is a name and there is one
   // per column, as np.savetxt(header=...) writes them. Only a caller that needs names should

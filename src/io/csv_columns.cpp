@@ -64,14 +64,14 @@ std::string indexed(const std::string& written, const std::vector<std::int64_t>&
 // The array's shape per row and each column's flat position in it, in the columns' order.
 // Checks every element is there exactly once.
 std::vector<std::int64_t> layout(const std::vector<const Column*>& columns, const CsvLine& line,
-                                 std::vector<std::int64_t>& row_shape) {
+                                 std::int64_t shift, std::vector<std::int64_t>& row_shape) {
   const Column& first = *columns.front();
   const auto count = static_cast<std::int64_t>(columns.size());
   for (const Column* c : columns) {
     if (c->indices.size() != first.indices.size() || c->written != first.written) {
-      throw_csv_error(line, c->column + 1,
+      throw_csv_error(line, c->column + shift,
                       quote_for_message(indexed(c->written, c->indices)) + " and column " +
-                          std::to_string(first.column + 1) + " (" +
+                          std::to_string(first.column + shift) + " (" +
                           quote_for_message(indexed(first.written, first.indices)) +
                           ") name the same array in two ways; use one");
     }
@@ -104,10 +104,10 @@ std::vector<std::int64_t> layout(const std::vector<const Column*>& columns, cons
   for (std::size_t k = 0; k < sorted.size(); ++k) {
     const auto [flat, c] = sorted[k];
     if (k > 0 && sorted[k - 1].first == flat) {
-      throw_csv_error(line, c->column + 1,
+      throw_csv_error(line, c->column + shift,
                       quote_for_message(indexed(c->written, c->indices)) +
                           " appears twice (also column " +
-                          std::to_string(sorted[k - 1].second->column + 1) + ")");
+                          std::to_string(sorted[k - 1].second->column + shift) + ")");
     }
   }
   if (count != elements) {
@@ -129,13 +129,18 @@ std::vector<std::int64_t> layout(const std::vector<const Column*>& columns, cons
 
 }  // namespace
 
-std::vector<std::pair<std::string, Array>> csv_arrays(CsvTable&& table, const CsvNames& names,
-                                                      const std::string& where,
-                                                      const CsvResolve& resolve,
-                                                      const std::string& unknown,
-                                                      MemoryAllowance* allowance) {
+std::optional<std::string> array_of_column(std::string_view name, const CsvResolve& resolve) {
+  auto place = place_of(name, 0, resolve);
+  if (!place) return std::nullopt;
+  return std::move(place->array);
+}
+
+std::vector<std::pair<std::string, Array>> csv_arrays(
+    CsvTable&& table, const CsvNames& names, const std::string& where, const CsvResolve& resolve,
+    const std::string& unknown, MemoryAllowance* allowance, std::vector<std::string>* skipped) {
   const std::int64_t rows = table.values.shape[0], width = table.values.shape[1];
   const CsvLine line{where, names.line, names.line};
+  const std::int64_t shift = names.first_column;  // Column::column + shift: the file's column
   if (static_cast<std::int64_t>(names.names.size()) != width) {
     throw_read_error(where, "line " + std::to_string(names.line) + " names " +
                                 std::to_string(names.names.size()) + " columns, the rows have " +
@@ -146,7 +151,11 @@ std::vector<std::pair<std::string, Array>> csv_arrays(CsvTable&& table, const Cs
   for (std::int64_t c = 0; c < width; ++c) {
     const std::string& name = names.names[static_cast<std::size_t>(c)];
     auto place = place_of(name, c, resolve);
-    if (!place) throw_csv_error(line, c + 1, quote_for_message(name) + " " + unknown);
+    if (!place && skipped) {
+      skipped->push_back(name);
+      continue;
+    }
+    if (!place) throw_csv_error(line, c + shift, quote_for_message(name) + " " + unknown);
     if (std::find(order.begin(), order.end(), place->array) == order.end()) {
       order.push_back(place->array);
     }
@@ -160,12 +169,13 @@ std::vector<std::pair<std::string, Array>> csv_arrays(CsvTable&& table, const Cs
     for (const Column& c : columns)
       if (c.array == array) mine.push_back(&c);
     std::vector<std::int64_t> row_shape;
-    const std::vector<std::int64_t> positions = layout(mine, line, row_shape);
+    const std::vector<std::int64_t> positions = layout(mine, line, shift, row_shape);
     Array out;
     out.shape = {rows};
     out.shape.insert(out.shape.end(), row_shape.begin(), row_shape.end());
     const auto per_row = static_cast<std::int64_t>(positions.size());
-    bool in_place = order.size() == 1;  // one array whose columns are in element order
+    // One array whose columns are all the table's, in element order.
+    bool in_place = order.size() == 1 && per_row == width;
     for (std::int64_t k = 0; k < per_row && in_place; ++k)
       in_place = positions[static_cast<std::size_t>(k)] == k;
     if (in_place) {

@@ -19,15 +19,21 @@ namespace gausskl::io {
 // The array a name written in the file stands for, or nullopt if none.
 using CsvResolve = std::function<std::optional<std::string>(std::string_view written)>;
 
+// The array a column name stands for, with or without one or two indices (mean_0, scale_tril_0_1),
+// or nullopt if none.
+std::optional<std::string> array_of_column(std::string_view name, const CsvResolve& resolve);
+
 // The arrays, in the order of their first columns. A name that resolves to no array, with or
-// without its indices, is an error "[read] where: line L, column C: 'weights_0' " + `unknown`;
-// so are a missing or repeated element, mixed forms of one array and a count of names that is
-// not the count of columns. With `allowance`, the arrays' bytes are taken from it when they
-// cannot simply take over the table's values, and the table's are given back once it is freed.
+// without its indices, is skipped and added to `skipped` when that is given, else an error
+// "[read] where: line L, column C: 'weights_0' " + `unknown`; a missing or repeated element,
+// mixed forms of one array and a count of names that is not the count of columns are errors. With
+// `allowance`, the arrays' bytes are taken from it when they cannot simply take over the table's
+// values, and the table's are given back once it is freed.
 std::vector<std::pair<std::string, Array>> csv_arrays(CsvTable&& table, const CsvNames& names,
                                                       const std::string& where,
                                                       const CsvResolve& resolve,
                                                       const std::string& unknown,
-                                                      MemoryAllowance* allowance = nullptr);
+                                                      MemoryAllowance* allowance = nullptr,
+                                                      std::vector<std::string>* skipped = nullptr);
 
 }  // namespace gausskl::io

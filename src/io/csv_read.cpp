@@ -55,6 +55,19 @@ bool all_names(const std::vector<std::string_view>& fields) {
   return !fields.empty() && std::all_of(fields.begin(), fields.end(), is_name);
 }
 
+// pandas' to_csv header: an empty first field (the index has no name), then the columns'
+// names, or 0, 1, 2, ... for a frame made from an array without names. No row of values starts
+// with an empty field, so this cannot be mistaken for one.
+bool row_labels_header(const std::vector<std::string_view>& fields) {
+  if (fields.size() < 2 || !fields.front().empty()) return false;
+  const std::vector<std::string_view> rest(fields.begin() + 1, fields.end());
+  if (all_names(rest)) return true;
+  for (std::size_t k = 0; k < rest.size(); ++k) {
+    if (rest[k] != std::to_string(k)) return false;
+  }
+  return true;
+}
+
 double parse_value(std::string_view token, const CsvLine& line, std::int64_t column) {
   if (token.empty()) throw_csv_error(line, column, "empty value");
   double value = 0;
@@ -111,6 +124,8 @@ CsvTable parse_csv_table(std::string_view text, const std::string& where,
     pos = newline + 1;
     ++line_number;
     if (!row.empty() && row.back() == '\r') row.remove_suffix(1);
+    const bool leading_tab = row.find_first_not_of(' ') != std::string_view::npos &&
+                             row[row.find_first_not_of(' ')] == '\t';
     row = trim_blanks(row);
     if (row.empty()) continue;
     if (row.front() == '#') {
@@ -124,13 +139,26 @@ CsvTable parse_csv_table(std::string_view text, const std::string& where,
     }
     const CsvLine line{where, line_number, first_line};
     split_fields(row, separator, line, fields);
+    if (columns < 0 && leading_tab && separator != CsvSeparator::comma) {
+      // pandas' to_csv(sep="\t") starts its header with the index's empty name: the tab trimmed
+      // above separated it.
+      std::vector<std::string_view> labelled;
+      split_fields(row, CsvSeparator::tab, line, labelled);
+      labelled.insert(labelled.begin(), std::string_view());
+      if (row_labels_header(labelled)) {
+        fields = std::move(labelled);
+        separator = CsvSeparator::tab;
+      }
+    }
     const auto count = static_cast<std::int64_t>(fields.size());
     if (columns < 0) {
       columns = count;
-      if (all_names(fields)) {
+      table.row_labels = row_labels_header(fields);
+      if (table.row_labels || all_names(fields)) {
         table.header.line = line_number;
-        for (const std::string_view name : fields)
-          table.header.names.emplace_back(name);
+        table.header.first_column = table.row_labels ? 2 : 1;
+        for (std::size_t k = table.row_labels ? 1 : 0; k < fields.size(); ++k)
+          table.header.names.emplace_back(fields[k]);
         continue;
       }
       if (comment_line == line_number - 1) {
@@ -145,14 +173,15 @@ CsvTable parse_csv_table(std::string_view text, const std::string& where,
                                                            expected + " columns"
                                                      : ", line " + first + " has " + expected));
     }
-    for (std::int64_t k = 0; k < count; ++k)
+    // pandas' row labels (numbers or not) are not read.
+    for (std::int64_t k = table.row_labels ? 1 : 0; k < count; ++k)
       values.push_back(parse_value(fields[static_cast<std::size_t>(k)], line, k + 1));
     ++rows;
   }
   if (rows == 0) {
     throw_read_error(where, table.header.line ? "a header row and no values" : "no values");
   }
-  table.values.shape = {rows, columns};
+  table.values.shape = {rows, columns - (table.row_labels ? 1 : 0)};
   table.values.data = std::move(values);
   return table;
 }

@@ -38,7 +38,7 @@ def _variance(g):
 
 
 def _unpack(packed, d, log_diagonal):
-    """[N, d (d + 1) / 2] -> [N, d, d], as the blog post's form_cholesky_tril_from_elements."""
+    """[N, d (d + 1) / 2] -> [N, d, d]: L's lower triangle row by row (torch.tril_indices)."""
     L = np.zeros((packed.shape[0], d, d))
     rows, cols = np.tril_indices(d)
     L[:, rows, cols] = packed

@@ -1,6 +1,7 @@
 """pairwise and knn in blocks of rows: the tightest --memory-budget (one row per block) gives
 the same bytes as the default (one block), against the NumPy oracle, and one byte less is a
-resource error; the progress line appears only on a terminal."""
+resource error; the progress line appears on a terminal, and with --progress SECONDS as a line
+every SECONDS on any stream."""
 
 import os
 import pty
@@ -45,7 +46,7 @@ def test_pairwise_tightest_budget_streams_the_same_matrix(gausskl, tmp_path, rng
     blocks.unlink()
     result = gausskl("pairwise", *spec, "--memory-budget", budget - 1, "-o", blocks)
     assert result.returncode == 1
-    assert re.match(r"gausskl: error: \[pairwise_kl\] --memory-budget .* is too small: the inputs "
+    assert re.match(r"gausskl: error: \[pairwise\] --memory-budget .* is too small: the inputs "
                     r"took .*, which left .*, but the prepared", result.stderr), result.stderr
     assert not blocks.exists()
 
@@ -101,3 +102,43 @@ def test_progress_only_on_a_terminal_and_not_with_quiet(gausskl, tmp_path, rng):
     assert code == 0 and printed == ""
     result = gausskl.ok(*args)  # stderr is a pipe here
     assert result.stderr == ""
+
+
+LINE = r"gausskl: {what}: +\d+% \((\d+) of {n} rows, [\d.]+ rows/s, [\d.]+ s, about [\d.]+ s left\)"
+LAST = r"gausskl: {what}: 100% \({n} of {n} rows, [\d.]+ rows/s, in [\d.]+ s\)"
+
+
+@pytest.mark.parametrize("command", [["pairwise"], ["knn", "-k", "3"]])
+def test_progress_lines_on_any_stream(gausskl, tmp_path, rng, command):
+    # A batch job's stderr is a file: --progress SECONDS writes a line every SECONDS (here every
+    # block: the blocks are small and the interval tiny) and one at the end.
+    spec = ["--p", *save(tmp_path, "p", gaussians(rng, "std", 1500, 8))]
+    out = tmp_path / ("nn.npz" if command[0] == "knn" else "kl.npy")
+    args = [*command, *spec, "--threads", 1, "--memory-budget", "3M", "-o", out]
+    lines = gausskl.ok(*args, "--progress", "0.000001").stderr.splitlines()
+    assert len(lines) >= 3, lines
+    what = command[0]
+    done = [int(re.fullmatch(LINE.format(what=what, n=1500), line).group(1)) for line in lines[:-1]]
+    assert done == sorted(done) and 0 < done[0] < 1500
+    assert re.fullmatch(LAST.format(what=what, n=1500), lines[-1]), lines[-1]
+    # The default interval, 10 s: a run this short shows only the last line.
+    (line,) = gausskl.ok(*args, "--progress").stderr.splitlines()
+    assert re.fullmatch(LAST.format(what=what, n=1500), line), line
+    # On a terminal, --progress changes nothing: the line is redrawn in place and erased.
+    code, printed = run_on_terminal(gausskl, [*args, "--progress"])
+    assert code == 0 and f"\r\033[K{what}: 100% (1500 of 1500 rows, " in printed
+    assert printed.endswith("\r\033[K") and "\n" not in printed
+
+
+@pytest.mark.parametrize("args, message", [
+    (["pairwise", "--progress", "--quiet"], "--quiet excludes --progress (see gausskl pairwise "
+                                            "--help)"),
+    (["knn", "-k", "1", "--progress", "0"],
+     "--progress: SECONDS must be a number > 0, found 0 (see gausskl knn --help)"),
+    (["kl", "--progress"], "kl has no --progress (pairwise and knn take it) (see gausskl kl "
+                           "--help)"),
+])
+def test_progress_usage_errors(gausskl, tmp_path, rng, args, message):
+    spec = ["--p", *save(tmp_path, "p", gaussians(rng, "std", 3, 2))]
+    result = gausskl(args[0], *spec, *args[1:], "-o", tmp_path / "out.npz")
+    assert result.returncode == 2 and result.stderr == f"gausskl: error: {message}\n"

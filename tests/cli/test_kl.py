@@ -44,8 +44,8 @@ def test_without_q_is_standard_normal(gausskl, tmp_path, rng, kind):
 
 
 def test_published_example(gausskl, tmp_path):
-    # The worked example of seeds/003 (which reports 0.1486 by using log10). Exact value from
-    # mpmath at 40 digits: with v = s^2, 1/2 * sum((v1 + (m1 - m2)^2) / v2 - 1 - log(v1) + log(v2))
+    # A published worked example of diagonal KL (which reports 0.1486 by using log10). Exact value
+    # from mpmath at 40 digits: with v = s^2, 1/2 * sum((v1 + (m1 - m2)^2) / v2 - 1 - log(v1) + log(v2))
     # = 0.6669851763185995096279716562124555158945.
     p = {"mean": np.array([2.0, 4.0, 6.0]), "std": np.array([1.0, 2.0, 3.0])}
     q = {"mean": np.array([3.0, 5.0, 8.0]), "std": np.array([1.5, 2.5, 4.0])}

@@ -107,7 +107,7 @@ def test_the_kept_result_and_the_library_share_count(gausskl, tmp_path, rng):
     assert result.returncode == 1
     # What the user asked for, what the inputs and the result took, what that left, what the
     # library needed: the numbers a user can act on.
-    assert re.fullmatch(r"gausskl: error: \[knn_kl\] --memory-budget 1\.0 MiB is too small: the "
+    assert re.fullmatch(r"gausskl: error: \[knn\] --memory-budget 1\.0 MiB is too small: the "
                         r"inputs took 125\.0 KiB and the result 78\.1 KiB, which left 820\.9 "
                         r"KiB, but the prepared distributions and work buffers take .*, and each "
                         r"row of results .* more\n", result.stderr), result.stderr

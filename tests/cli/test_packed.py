@@ -1,6 +1,6 @@
-"""packed_scale_tril inputs (seed 001's parameterization) and --log-diagonal, through kl, pairwise
-and knn, checked against the NumPy oracle (reference_np), which unpacks them as the blog post
-does."""
+"""packed_scale_tril inputs (full covariance from a network's packed Cholesky factors) and
+--log-diagonal, through kl, pairwise and knn, checked against the NumPy oracle (reference_np),
+which unpacks them row by row in torch.tril_indices order."""
 
 import numpy as np
 import pytest
@@ -97,7 +97,7 @@ def test_file_formats(gausskl, tmp_path, rng, fmt):
 
 
 def test_blog_post_example(gausskl, tmp_path, rng):
-    # Seed 001: unconstrained elements, exp on the diagonal. p = q up to the diagonal's log
+    # A network's unconstrained elements, exp on the diagonal. p = q up to the diagonal's log
     # gives exactly 0; the values match the oracle's unpacking of the same elements.
     d, n = 3, 5
     elems_p = rng.normal(size=(n, d * (d + 1) // 2))

@@ -34,7 +34,8 @@ DiagBatch<T> published_q(DiagParam param = DiagParam::stddev) {
   return make_diag<T>({1, 3, {3, 5, 8}, {1.5, 2.5, 4}}, param);
 }
 
-// DESIGN.md section 1. python3 -c "from mpmath import mp,mpf,log; mp.dps=40; f=lambda v:map(mpf,v)
+// The closed form of diagonal KL, in mpmath:
+// python3 -c "from mpmath import mp,mpf,log; mp.dps=40; f=lambda v:map(mpf,v)
 //   print(sum(log(b/a)+(a**2+(m-n)**2)/(2*b**2)-mpf(1)/2 for m,a,n,b in
 //   zip(f([2,4,6]),f([1,2,3]),f([3,5,8]),f(['1.5','2.5','4']))))"
 // (All inputs as mpf: with Python ints, 4/3 is computed in double and the 17th digit is wrong.)

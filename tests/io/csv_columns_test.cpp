@@ -81,6 +81,29 @@ TEST(CsvColumns, CopiesGiveTheTableBack) {
   EXPECT_EQ(copied.taken(), 2 * 8);
 }
 
+TEST(CsvColumns, SkipsColumnsNamingNoArrayWhenAsked) {
+  CsvTable table =
+      parse_csv_table(",item_id,mean_0,mean_1,label\n0,7,1,2,8\n1,9,3,4,6\n", "in.csv");
+  const CsvNames names = table.header;
+  std::vector<std::string> skipped;
+  const auto arrays =
+      csv_arrays(std::move(table), names, "in.csv", resolve, "is unknown", nullptr, &skipped);
+  EXPECT_EQ(skipped, (std::vector<std::string>{"item_id", "label"}));
+  ASSERT_EQ(arrays.size(), 1u);
+  EXPECT_EQ(arrays[0].second.shape, (std::vector<std::int64_t>{2, 2}));
+  EXPECT_EQ(values_of(arrays[0].second), (std::vector<double>{1, 2, 3, 4}));
+  EXPECT_EQ(array_of_column("mu_1", resolve), "mean");
+  EXPECT_EQ(array_of_column("scale_tril_0_1", resolve), "scale_tril");
+  EXPECT_EQ(array_of_column("item_id", resolve), std::nullopt);
+}
+
+TEST(CsvColumns, ErrorsCountPandasRowLabelsAsColumnOne) {
+  EXPECT_EQ(error_of(",mean_0,weights_0\n0,1,2\n"),
+            "[read] in.csv: line 1, column 3: 'weights_0' is unknown");
+  EXPECT_EQ(error_of(",mean_0,mean_0\n0,1,2\n"),
+            "[read] in.csv: line 1, column 3: 'mean_0' appears twice (also column 2)");
+}
+
 TEST(CsvColumns, Errors) {
   EXPECT_EQ(error_of("mean_0,weights_0\n1,2\n"),
             "[read] in.csv: line 1, column 2: 'weights_0' is unknown");

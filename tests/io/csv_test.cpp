@@ -178,6 +178,35 @@ TEST(Csv, KeepsTheNamesOfSavetxtsHeaderLine) {
   EXPECT_TRUE(table.comment.names.empty());
 }
 
+TEST(Csv, SkipsPandasRowLabels) {
+  // DataFrame.to_csv(): the index first, unnamed in the header; its labels need not be numbers.
+  CsvTable table = parse_csv_table(",mean_0,std_0\n3,1,2\nx,4,5\n", "in.csv");
+  EXPECT_TRUE(table.row_labels);
+  EXPECT_EQ(table.header.names, (std::vector<std::string>{"mean_0", "std_0"}));
+  EXPECT_EQ(table.header.first_column, 2);
+  EXPECT_EQ(table.values.shape, (std::vector<std::int64_t>{2, 2}));
+  EXPECT_EQ(values_of(table.values), (std::vector<double>{1, 2, 4, 5}));
+  // A frame made from an array names its columns 0, 1, ...
+  table = parse_csv_table(",0,1\n0,1,2\n", "in.csv");
+  EXPECT_TRUE(table.row_labels);
+  EXPECT_EQ(table.header.names, (std::vector<std::string>{"0", "1"}));
+  // Other numbers, or an empty field elsewhere, are values (and an empty one an error).
+  EXPECT_EQ(parse_error(",1,0\n0,1,2\n"), "[read] in.csv: line 1, column 1: empty value");
+  EXPECT_EQ(parse_error("a,,b\n1,2,3\n"), "[read] in.csv: line 1, column 1: 'a' is not a number");
+  EXPECT_EQ(parse_error(",mean_0\n0,1\n1,\n"), "[read] in.csv: line 3, column 2: empty value");
+  // to_csv(sep="\t"): the header starts with a tab.
+  table = parse_csv_table("\tmean_0\tstd_0\n0\t1\t2\n", "in.tsv");
+  EXPECT_TRUE(table.row_labels);
+  EXPECT_EQ(table.header.names, (std::vector<std::string>{"mean_0", "std_0"}));
+  EXPECT_EQ(values_of(table.values), (std::vector<double>{1, 2}));
+  table = parse_csv_table("\t1\t2\n3\t4\n", "in.tsv");  // a leading tab before values: padding
+  EXPECT_FALSE(table.row_labels);
+  EXPECT_EQ(values_of(table.values), (std::vector<double>{1, 2, 3, 4}));
+  table = parse_csv_table("mean_0,std_0\n1,2\n", "in.csv");
+  EXPECT_FALSE(table.row_labels);
+  EXPECT_EQ(table.header.first_column, 1);
+}
+
 TEST(Csv, RowsMustMatchTheHeader) {
   EXPECT_EQ(parse_error("a,b,c\n1,2,3\n1,2\n"),
             "[read] in.csv: line 3 has 2 values, the header on line 1 names 3 columns");

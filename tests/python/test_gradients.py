@@ -1,7 +1,7 @@
 """Gradients on the library path against float64 torch.autograd of the direct formulas written
 here (an independent computation): row-wise KL of every diagonal parameterization and of
 triangular factors (scale_tril, packed with and without log diagonals), the VAE's prior term, a
-learned prior broadcast over a batch, and seed 000's pairwise matrix on the adversarial set
+learned prior broadcast over a batch, and the pairwise KL matrix of a batch on the adversarial set
 (means offset by 1e3, near-duplicates, std spread 1e-2..1e2), where the float32 GEMM expansion's
 gradients are far off. The measure is per element: |g - ref| <= rtol (|ref| + 1e-3 max |ref|)."""
 
@@ -107,7 +107,7 @@ def test_vae_prior_term_and_learned_prior(torch, rng, dtype):
 
 
 def tril_kl(torch, m1, L1, m2, L2):
-    """The blog's formula (two triangular solves), per row."""
+    """Full-covariance KL by two triangular solves, per row."""
     d = m1.shape[-1]
     y = torch.linalg.solve_triangular(L2, (m2 - m1).unsqueeze(-1), upper=False).squeeze(-1)
     M = torch.linalg.solve_triangular(L2, L1, upper=False)

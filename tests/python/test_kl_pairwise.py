@@ -28,7 +28,7 @@ def test_pairwise_without_q_is_p_against_itself(rng, fp, pp):
 
 def test_pairwise_float32_hard_cases_stay_accurate(rng):
     # The forum's case in float32 where the GEMM expansion fails: means sharing an offset of 1e3,
-    # and near-duplicate rows (DESIGN section 1).
+    # and near-duplicate rows (whose KL is a small difference of large terms).
     mean = 1e3 + rng.normal(size=(50, 16))
     mean[1] = mean[0] + 1e-3
     std = rng.uniform(0.5, 2.0, size=(50, 16))

@@ -1,6 +1,7 @@
-"""Seed 001's own parameterization: FullGaussian(mean, packed_scale_tril=E, log_diagonal=...),
-E [..., D (D + 1) / 2] in torch.tril_indices(D, D) order. Values against the blog post's code
-(its form_cholesky_tril_from_elements and two triangular solves, in float64) and against the
+"""Full covariance from a network's packed Cholesky factors: FullGaussian(mean,
+packed_scale_tril=E, log_diagonal=...), E [..., D (D + 1) / 2] in torch.tril_indices(D, D) order.
+Values against the code users write for it (L built from the packed elements, exp on the
+diagonal, then two triangular solves, in float64) and against the
 same factors given as scale_tril; every validation rule on the library path and the torch path,
 with the same words; and nothing copied."""
 
@@ -15,7 +16,7 @@ PATHS = ["library", pytest.param("torch", marks=needs_torch)]
 
 
 def unpack(e, d, log_diagonal):
-    """L from its packed rows, as the blog post builds it (NumPy, float64)."""
+    """L from its packed rows, as users build it (NumPy, float64)."""
     rows, cols = np.tril_indices(d)
     L = np.zeros((*e.shape[:-1], d, d))
     L[..., rows, cols] = e
@@ -34,7 +35,7 @@ def packed(rng, n, d, log_diagonal):
 
 
 def ref_kl_tril(m1, L1, m2, L2):
-    """The blog's two-solve formula in float64 NumPy."""
+    """KL by two triangular solves, in float64 NumPy."""
     d = m1.shape[-1]
     y = np.linalg.solve(L2, (m2 - m1)[..., None])[..., 0]
     M = np.linalg.solve(L2, L1)
@@ -44,7 +45,7 @@ def ref_kl_tril(m1, L1, m2, L2):
 
 @pytest.mark.parametrize("log_diagonal", [False, True])
 @pytest.mark.parametrize("d", [1, 3, 16])
-def test_against_the_blog_post(rng, log_diagonal, d):
+def test_against_two_triangular_solves(rng, log_diagonal, d):
     n = 7
     e1, e2 = packed(rng, n, d, log_diagonal), packed(rng, n, d, log_diagonal)
     m1, m2 = rng.normal(size=(n, d)), rng.normal(size=(n, d))
@@ -65,8 +66,8 @@ def test_against_the_blog_post(rng, log_diagonal, d):
 
 
 @needs_torch
-def test_seed_001_as_written(rng):
-    """The blog's example, batch 5, d = 3, float32, with its builder of L."""
+def test_packed_factors_as_users_write_them(rng):
+    """A batch of 5 at d = 3, float32, L built from the elements as users build it."""
     import torch
 
     d, batch = 3, 5
@@ -85,7 +86,7 @@ def test_seed_001_as_written(rng):
     want = torch.distributions.kl_divergence(
         torch.distributions.MultivariateNormal(mean1.double(), scale_tril=form(e1).double()),
         torch.distributions.MultivariateNormal(mean2.double(), scale_tril=form(e2).double()))
-    # The blog's packing puts the diagonal through torch.tril_indices like everything else.
+    # That packing puts the diagonal through torch.tril_indices like everything else.
     got = gk.kl(gk.FullGaussian(mean1, packed_scale_tril=e1, log_diagonal=True),
                 gk.FullGaussian(mean2, packed_scale_tril=e2, log_diagonal=True))
     assert got.dtype == torch.float32 and got.shape == (batch,)

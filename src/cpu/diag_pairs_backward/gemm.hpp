@@ -1,4 +1,4 @@
-// The pairwise backward for any grad G [N, M]: the GEMM forms of DESIGN.md section 2 on centred
+// The pairwise backward for any grad G [N, M]: the GEMM forms of diag_pairs/plan.hpp on centred
 // operands, in double,
 //   P = G [lam, nu lam]  ([N, 2D], the p side),   Q = G^T [mu, v + mu^2]  ([M, 2D], the q side),
 //   dL/dmu_i = mu_i P1_i - P2_i,        dL/dv_i = (P1_i - r_i / v_i) / 2,

@@ -1,5 +1,5 @@
 // The fast path of all-pairs KL when q has a full covariance and p a full or diagonal one: the
-// GEMM formulation of DESIGN.md §2 with a deterministic error bound per entry.
+// KL expanded into GEMMs over each q's inverse (below), with a deterministic error bound per entry.
 //
 // With P_j = T_j^{-1}, every mean centred by one common vector c (KL is translation
 // invariant, and centring keeps means offset by 1e3 from inflating the expanded terms), and

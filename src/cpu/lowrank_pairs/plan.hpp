@@ -1,7 +1,7 @@
 // The per-pair all-pairs path: every pair of families that neither the diagonal SIMD path nor
 // the full-covariance GEMM path serves (a low-rank side, or a full p with a diagonal q). Both
 // sides are prepared once (pair/batches.hpp) and every entry is the exact pair formula. A GEMM
-// path for low-rank families (Woodbury, DESIGN.md section 2) would live here.
+// path for low-rank families (through Woodbury, as pair/ does per pair) would live here.
 #pragma once
 
 #include <cstdint>

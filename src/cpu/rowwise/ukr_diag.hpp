@@ -3,7 +3,7 @@
 // reference (rowwise/ukr_diag_ref.cpp). Both read the caller's strided views directly: no prepared
 // copies, no allocation, nothing that can fail.
 //
-// Per row, with r_h = log v_h - log w_h (v, w: the variances of p and q; DESIGN.md §2):
+// Per row, with r_h = log v_h - log w_h (v, w: the variances of p and q):
 //   2 KL = sum_h (mu_h - nu_h)^2 / w_h + f(r_h),    f(r) = e^r - 1 - r >= 0,
 // all in double whatever T is, clamped at >= 0, and exactly 0 when p and q are given alike
 // (every term is then exactly 0).

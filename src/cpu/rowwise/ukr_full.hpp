@@ -3,7 +3,7 @@
 // (rowwise/ukr_full-inl.h, one per Highway target, picked at run time by rowwise/ukr_full.cpp). No
 // prepared copies and nothing that can fail: validated factors have a positive diagonal.
 //
-// Per row (DESIGN.md §2), with delta = mu_p - mu_q and M = Lq^{-1} [delta | Lp] (the mean
+// Per row, with delta = mu_p - mu_q and M = Lq^{-1} [delta | Lp] (the mean
 // difference solved as one more column, in front of Lp's):
 //   2 KL = sum of M's squares left of the diagonal of Lq^{-1} Lp (column 0 is |y|^2)
 //        + sum_k f(2 log(Lp_kk / Lq_kk)),    f(r) = e^r - 1 - r >= 0,
