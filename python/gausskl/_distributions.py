@@ -334,7 +334,7 @@ class FullGaussian(Gaussian):
     * ``packed_scale_tril``: L's lower triangle packed row by row, ``[N, D (D + 1) / 2]`` in the
       order of ``torch.tril_indices(D, D)`` (entry (r, c), c <= r, at r (r + 1) / 2 + c), as a
       network outputs it; with ``log_diagonal=True`` its diagonal entries are log L_rr (the
-      blog post's ``exp`` on the diagonal: any finite value gives a valid factor). Never unpacked
+      factor takes ``exp`` of them: any finite value gives a valid factor). Never unpacked
       to ``D x D`` where the packed form suffices; gradients flow to it.
 
     The batch axes of ``mean`` and the matrix broadcast. The arrays are kept as given (no copy);

@@ -545,9 +545,9 @@ def pairwise_kl(p, q=None, *, jitter: float = 0.0, tolerance: float | None = 0.0
            [0.5  , 0.   , 9.25 ],
            [3.125, 3.625, 0.   ]])
 
-    Seed 000, a PyTorch forum question: the ``[B, B]`` matrix of KL between every pair of B
-    diagonal Gaussians (``mu, std: [B, H]``), which the thread computes by broadcasting to
-    ``[B, B, H]``; here in one call that never forms ``[B, B, H]``:
+    The pairwise KL matrix of a batch: the ``[B, B]`` matrix of KL between every pair of B
+    diagonal Gaussians (``mu, std: [B, H]``), often computed by broadcasting to ``[B, B, H]``;
+    here in one call that never forms ``[B, B, H]``:
 
     >>> import torch
     >>> _ = torch.manual_seed(0)
