@@ -29,6 +29,10 @@ void scipy_dsyevd_64_(const char* jobz, const char* uplo, const std::int64_t* n,
                       const std::int64_t* lda, double* w, double* work, const std::int64_t* lwork,
                       std::int64_t* iwork, const std::int64_t* liwork, std::int64_t* info,
                       std::size_t, std::size_t);
+void scipy_dgesdd_64_(const char* jobz, const std::int64_t* m, const std::int64_t* n, double* a,
+                      const std::int64_t* lda, double* s, double* u, const std::int64_t* ldu,
+                      double* vt, const std::int64_t* ldvt, double* work, const std::int64_t* lwork,
+                      std::int64_t* iwork, std::int64_t* info, std::size_t);
 // OpenBLAS's thread count (one for the process: this build exports no per-thread setting).
 void scipy_openblas_set_num_threads64_(int num_threads);
 int scipy_openblas_get_num_threads64_(void);
@@ -76,6 +80,17 @@ inline Int dsyevd(char jobz, char uplo, Int n, double* a, Int lda, double* w, do
                   Int lwork, Int* iwork, Int liwork) noexcept {
   Int info = 0;
   scipy_dsyevd_64_(&jobz, &uplo, &n, a, &lda, w, work, &lwork, iwork, &liwork, &info, 1, 1);
+  return info;
+}
+
+// Singular values (descending) of the square a [n*n] into s, a overwritten; work [lwork >= 10n],
+// iwork [8n]. Returns info.
+inline Int dgesdd_values(Int n, double* a, double* s, double* work, Int lwork,
+                         Int* iwork) noexcept {
+  Int info = 0, one = 1;
+  double u = 0, vt = 0;
+  const char jobz = 'N';
+  scipy_dgesdd_64_(&jobz, &n, &n, a, &n, s, &u, &one, &vt, &one, work, &lwork, iwork, &info, 1);
   return info;
 }
 
