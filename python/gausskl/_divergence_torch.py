@@ -12,7 +12,7 @@ library does not run on; CPU tensors with torch_path=True).
   hellinger and renyi through the Cholesky factor of the mixed covariance; wasserstein2 as
   |d|^2 + |L_1 - L_2 U|_F^2, U the orthogonal polar factor of L_2' L_1 (from an SVD, held
   constant: the sum is stationary in U, so its gradient at fixed U is the gradient), and
-  between full sides above D = 16 by symmetric factorizations (_w2_trace: eigvalsh of
+  between full sides above D = 8 by symmetric factorizations (_w2_trace: eigvalsh of
   L_1' S_2 L_1), as the library.
 * Row-wise (rowwise), all pairs (pairwise) and knn in chunks of pairs within the memory budget;
   PairsBackward recomputes the formula chunk by chunk for the gradients of the library's
@@ -155,7 +155,7 @@ def _schur_pivot(M: torch.Tensor, k: int) -> float:
 
 # wasserstein2 as the library computes it (src/cpu/divergence/dense.hpp): up to this D the polar
 # form, above it between full sides the trace form of symmetric factorizations.
-_W2_POLAR_ALWAYS = 16
+_W2_POLAR_ALWAYS = 8
 
 
 def _w2_trace(d, P: _Prep, Q: _Prep):

@@ -19,11 +19,12 @@ constexpr double kNearDuplicate = 1e-6;
 
 // wasserstein2: up to this d every pair by the polar form (exact and as cheap as OpenBLAS at
 // these sizes). Up to kW2PolarMaxD, where the polar form is cheap, the trace form's value is
-// kept if its error bounds are within kW2Exact of it, else the polar form computes it; above,
-// a pair whose square roots may have lost more than kW2Roots goes by the singular values.
-constexpr std::int64_t kW2PolarAlways = 16;
+// kept if its error bounds are within kW2Exact of it (the error bar of every kind), else the polar
+// form computes it; above, a pair whose square roots may have lost more than kW2Roots goes by the
+// singular values.
+constexpr std::int64_t kW2PolarAlways = 8;
 constexpr std::int64_t kW2PolarMaxD = 128;
-constexpr double kW2Exact = 1e-13, kW2Roots = 1e-10;
+constexpr double kW2Exact = 1e-12, kW2Roots = 1e-10;
 
 // A slot's flags (its last double).
 constexpr int kFull = 1, kSingular = 2;

@@ -80,25 +80,27 @@ W2Terms w2_trace(const DenseGaussian& p, const DenseGaussian& q, const double* d
     t.trace = -1;  // no convergence (never seen): the caller takes the polar form
     return t;
   }
-  // Each eigenvalue within about tol = d eps max mu (a backward-stable solver), so sqrt(mu)
-  // within tol / (2 sqrt(mu)), or sqrt(tol) for those that small.
+  // Eigenvalues at most tol = d eps max mu are zero. Each is within about
+  // err = sqrt(d) eps max mu (a backward-stable solver, errors adding like a random walk), so
+  // sqrt(mu) within err / (2 sqrt(mu)), or sqrt(err) for those that small.
   const double top = std::max(w[d - 1], 0.0);
   const double tol = static_cast<double>(d) * 0x1p-52 * top;
+  const double err = std::sqrt(static_cast<double>(d)) * 0x1p-52 * top;
   double roots = 0, error = 0;
   // Ascending: the small roots first.
   for (std::int64_t k = 0; k < d; ++k) {
     if (w[k] > tol) {
       const double root = std::sqrt(w[k]);
       roots += root;
-      error += std::min(std::sqrt(tol), tol / (2 * root));
+      error += std::min(std::sqrt(err), err / (2 * root));
     } else {
       ++t.zero;
-      error += std::sqrt(tol);
+      error += std::sqrt(err);
     }
   }
   t.trace = std::max(t.scale - 2 * roots, 0.0);
   t.root_error = 2 * error;
-  t.cancel_error = static_cast<double>(d) * 0x1p-52 * t.scale;
+  t.cancel_error = std::sqrt(static_cast<double>(d)) * 0x1p-52 * t.scale;
   return t;
 }
 
