@@ -8,7 +8,8 @@ turns (issue 36; ``bench/peers.py --only fid``):
                not finite, ``covmean.real``, ``diff.dot(diff) + tr(sigma1) + tr(sigma2) -
                2 tr(covmean)`` (scipy.linalg.sqrtm of the non-symmetric product);
 * eigvals form torchmetrics' ``_compute_fid`` (also torch-fidelity): ``a + b - 2 *
-               torch.linalg.eigvals(sigma1 @ sigma2).sqrt().real.sum()`` in torch float64.
+               torch.linalg.eigvals(sigma1 @ sigma2).sqrt().real.sum()`` in torch float64;
+* np eigvals   the same in NumPy, ``np.linalg.eigvals(S1 @ S2)`` (the issue's table).
 
 Each setting of threads runs in a fresh process: the defaults (every method on all cores), and
 one thread for all (OPENBLAS_NUM_THREADS=1 and friends before NumPy, SciPy and torch load; gausskl
@@ -25,9 +26,9 @@ import numpy as np
 
 SIZES = (512, 1024, 2048)
 QUICK_SIZES = (64, 128)
-METHODS = ("gausskl", "sqrtm", "eigvals")
+METHODS = ("gausskl", "sqrtm", "np_eigvals", "eigvals")
 LABEL = {"gausskl": "gausskl `frechet_distance`", "sqrtm": "sqrtm form (pytorch-fid)",
-         "eigvals": "eigvals form (torchmetrics)"}
+         "np_eigvals": "`np.linalg.eigvals` form", "eigvals": "torch eigvals form (torchmetrics)"}
 
 
 def constructed_case(d, seed=36):
@@ -74,6 +75,12 @@ def eigvals_form(mu1, sigma1, mu2, sigma2):
     return a + b - 2 * c
 
 
+def np_eigvals_form(mu1, sigma1, mu2, sigma2):
+    diff = mu1 - mu2
+    c = np.sqrt(np.linalg.eigvals(sigma1 @ sigma2).astype(complex)).real.sum()
+    return diff @ diff + np.trace(sigma1) + np.trace(sigma2) - 2 * c
+
+
 def calls(m1, s1, m2, s2, threads=0):
     import torch
 
@@ -87,6 +94,7 @@ def calls(m1, s1, m2, s2, threads=0):
                                                      gk.FullGaussian(q[0], covariance=q[1]),
                                                      threads=threads)),
         "sqrtm": lambda: float(sqrtm_form(m1, s1, m2, s2)),
+        "np_eigvals": lambda: float(np_eigvals_form(m1, s1, m2, s2)),
         "eigvals": lambda: float(eigvals_form(*tm)),
     }
 
@@ -143,16 +151,17 @@ def report(rows, started, load_before, load_after, command) -> str:
     by = {(r["threads"], r["d"], r["method"]): r for r in rows}
     out = [f"FID of one pair, float64, this machine, {started} (load {load_before:.2f} before, "
            f"{load_after:.2f} after; `{command}`). Time (s) and, in brackets, "
-           "|got - exact| / exact on S2 = T S1 T; the last column gausskl's speed-up over the "
-           "faster peer.", "",
-           "| threads | D | " + " | ".join(LABEL[m] for m in METHODS) + " | speed-up |",
-           "|---|---|" + "---|" * (len(METHODS) + 1)]
+           "|got - exact| / exact on S2 = T S1 T; then gausskl's speed-up over the faster of "
+           "the sqrtm and np.linalg.eigvals forms, and over torch's eigvals.", "",
+           "| threads | D | " + " | ".join(LABEL[m] for m in METHODS)
+           + " | speed-up (sqrtm, np) | speed-up (torch eigvals) |",
+           "|---|---|" + "---|" * (len(METHODS) + 2)]
     for th, d in keys:
         cells = [f"{by[th, d, m]['seconds']:.3g} [{by[th, d, m]['error']:.1e}]" for m in METHODS]
-        peer = min(by[th, d, m]["seconds"] for m in METHODS if m != "gausskl")
-        speed = peer / by[th, d, "gausskl"]["seconds"]
+        own = by[th, d, "gausskl"]["seconds"]
+        peer = min(by[th, d, m]["seconds"] for m in ("sqrtm", "np_eigvals"))
         out.append(f"| {'all (defaults)' if th == 0 else th} | {d} | " + " | ".join(cells)
-                   + f" | {speed:.1f}x |")
+                   + f" | {peer / own:.1f}x | {by[th, d, 'eigvals']['seconds'] / own:.1f}x |")
     return "\n".join(out)
 
 

@@ -15,11 +15,20 @@ FactorFailure w2_factor(const double* cov, std::int64_t d, double eps_input, dou
   // Row-major lower is column-major upper: LAPACK's 'U' on the same array.
   std::copy(cov, cov + d * d, l);
   if (lapack::dpotrf('U', d, l, d) == 0) {
-    for (std::int64_t i = 0; i < d; ++i)
-      std::fill(l + i * d + i + 1, l + (i + 1) * d, 0.0);
-    return {};
+    // A pivot zero up to rounding (a singular matrix whose last pivots came out as rounding
+    // noise) would add the square roots of noise: such a matrix goes by its eigenvalues.
+    double top = 0, low = HUGE_VAL;
+    for (std::int64_t k = 0; k < d; ++k) {
+      top = std::max(top, cov[k * d + k]);
+      low = std::min(low, l[k * d + k] * l[k * d + k]);
+    }
+    if (low > static_cast<double>(d) * eps_input * top) {
+      for (std::int64_t i = 0; i < d; ++i)
+        std::fill(l + i * d + i + 1, l + (i + 1) * d, 0.0);
+      return {};
+    }
   }
-  // Not positive definite: its eigenvalues decide between singular and indefinite.
+  // Not positive definite, or nearly: its eigenvalues decide between singular and indefinite.
   double* a = scratch;    // [d*d] eigenvectors, column-major (row k of the array: vector k)
   double* w = a + d * d;  // [d]
   double* work = w + d;
