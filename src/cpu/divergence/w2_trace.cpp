@@ -22,7 +22,9 @@ FactorFailure w2_factor(const double* cov, std::int64_t d, double eps_input, dou
       top = std::max(top, cov[k * d + k]);
       low = std::min(low, l[k * d + k] * l[k * d + k]);
     }
-    if (low > static_cast<double>(d) * eps_input * top) {
+    // (The noise of a Schur complement grows with d: d^2 eps.)
+    const double dd = static_cast<double>(d);
+    if (low > dd * dd * 0x1p-52 * top) {
       for (std::int64_t i = 0; i < d; ++i)
         std::fill(l + i * d + i + 1, l + (i + 1) * d, 0.0);
       return {};
@@ -43,8 +45,10 @@ FactorFailure w2_factor(const double* cov, std::int64_t d, double eps_input, dou
     return fail;
   }
   const double largest = std::max(std::abs(w[0]), std::abs(w[d - 1]));
-  const double tol = static_cast<double>(d) * eps_input * largest;
-  if (w[0] < -tol) {
+  // Negative beyond the input's own rounding: indefinite. Zero: up to the rounding of this
+  // computation (the inputs are exact as given).
+  const double tol = static_cast<double>(d) * 0x1p-52 * largest;
+  if (w[0] < -static_cast<double>(d) * std::max(eps_input, 0x1p-52) * largest) {
     fail.indefinite = true;
     fail.value = w[0];
     fail.largest = w[d - 1];
