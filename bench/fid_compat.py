@@ -22,7 +22,8 @@ D = 48
 
 def mp_frechet(m1, s1, m2, s2) -> float:
     mpmath.mp.dps = 40
-    A, B = mpmath.matrix(s1.tolist()), mpmath.matrix(s2.tolist())
+    A = s1 if isinstance(s1, mpmath.matrix) else mpmath.matrix(s1.tolist())
+    B = s2 if isinstance(s2, mpmath.matrix) else mpmath.matrix(s2.tolist())
 
     def sqrt_psd(X):
         E, Q = mpmath.eigsy(X)
@@ -42,29 +43,42 @@ def sample_stats(rng, n, d, scale=None):
     return x.mean(0), np.cov(x, rowvar=False)
 
 
+def mp_cov(x):
+    """The sample covariance (n - 1) of the float64 rows x in mpmath: exactly of rank n - 1 when
+    n <= D, as the user means it (np.cov's rounded matrix has tiny eigenvalues of either sign)."""
+    mpmath.mp.dps = 40
+    n, d = x.shape
+    X = mpmath.matrix(x.tolist())
+    m = [sum(X[i, j] for i in range(n)) / n for j in range(d)]
+    return mpmath.matrix([[sum((X[k, i] - m[i]) * (X[k, j] - m[j]) for k in range(n)) / (n - 1)
+                           for j in range(d)] for i in range(d)])
+
+
 def cases():
     rng = np.random.default_rng(36)
     # Well-conditioned: two sample covariances of 2000 rows each (FID-like, near each other).
     m1, s1 = sample_stats(rng, 2000, D)
     m2, s2 = sample_stats(rng, 2000, D)
-    yield "well-conditioned (N = 2000, float64)", m1, s1, m2, s2, np.float64
-    yield "the same statistics in float32", m1, s1, m2, s2, np.float32
-    # Fewer samples than dimensions: rank 29 and 39.
-    m1, s1 = sample_stats(rng, 30, D)
-    m2, s2 = sample_stats(rng, 40, D)
-    yield "N < D (N = 30 and 40, singular)", m1, s1, m2, s2, np.float64
+    yield "well-conditioned (N = 2000, float64)", m1, s1, m2, s2, np.float64, None
+    yield "the same statistics in float32", m1, s1, m2, s2, np.float32, None
+    # Fewer samples than dimensions: rank 29 and 39; the reference from the samples themselves.
+    x1, x2 = rng.normal(size=(30, D)), rng.normal(size=(40, D))
+    exact = mp_frechet(x1.mean(0), mp_cov(x1), x2.mean(0), mp_cov(x2))
+    yield ("N < D (N = 30 and 40, singular; reference from the samples)", x1.mean(0),
+           np.cov(x1, rowvar=False), x2.mean(0), np.cov(x2, rowvar=False), np.float64, exact)
     # Ill-conditioned: feature scales over 6 decades (covariance eigenvalues 1e-12 .. 1).
     scale = np.logspace(-6, 0, D)
     m1, s1 = sample_stats(rng, 4000, D, scale)
     m2, s2 = sample_stats(rng, 4000, D, scale)
-    yield "ill-conditioned (eigenvalues 1e-12 .. 1)", m1, s1, m2, s2, np.float64
+    yield "ill-conditioned (eigenvalues 1e-12 .. 1)", m1, s1, m2, s2, np.float64, None
 
 
 def run():
     rows = []
-    for name, m1, s1, m2, s2, dtype in cases():
+    for name, m1, s1, m2, s2, dtype, exact in cases():
         a = [np.asarray(x, dtype) for x in (m1, s1, m2, s2)]
-        exact = mp_frechet(*[x.astype(np.float64) for x in a])
+        if exact is None:  # the exact value of the inputs as given
+            exact = mp_frechet(*[x.astype(np.float64) for x in a])
         got = {}
         for method, f in (
                 ("gausskl", lambda: float(gk.frechet_distance(
