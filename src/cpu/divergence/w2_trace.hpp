@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "cpu/divergence/dense.hpp"
+#include "cpu/divergence/dense_gaussian.hpp"
 #include "cpu/pair/prepare.hpp"
 
 namespace gausskl::cpu {
