@@ -183,11 +183,13 @@ int main(int argc, char** argv) {
     command
         ->add_option("--divergence", args.divergence,
                      "what to compute instead of KL: jeffreys (KL both ways, summed), "
-                     "bhattacharyya, hellinger (squared), wasserstein2 (squared), renyi (with "
-                     "--alpha); default kl (docs/divergences.md)" +
+                     "bhattacharyya, hellinger (squared), wasserstein2 (squared; also spelled "
+                     "frechet: the Frechet distance of FID), renyi (with --alpha); default kl "
+                     "(docs/divergences.md)" +
                          what)
-        ->check(CLI::Validator(
+        ->transform(CLI::Validator(
             [](std::string& text) {
+              if (text == "frechet") text = "wasserstein2";  // the name FID's users search for
               for (const char* name : gausskl::divergence_names) {
                 if (text == name) return std::string();
               }

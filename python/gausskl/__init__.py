@@ -79,6 +79,16 @@ triangular factors); under ``torch.compile`` the operations are torch custom ope
 losses compile with ``fullgraph=True``, and ``torch.func.vmap`` runs them once per index. CUDA and MPS tensors are computed with the same
 algorithms in torch operations.
 
+The Fréchet distance of FID, FAD and FVD (the squared 2-Wasserstein distance of two Gaussians
+fitted to features) is ``gk.frechet_distance(p, q)``, the same value as
+``gk.divergence(p, q, "wasserstein2")``: symmetric factorizations in float64, exact for
+positive semi-definite covariances (fewer samples than dimensions), never complex or negative:
+
+>>> S = np.cov(rng.normal(size=(3, 5)), rowvar=False)   # 3 samples in D = 5: rank 2
+>>> a, b = gk.FullGaussian(np.zeros(5), covariance=S), gk.FullGaussian(np.zeros(5), covariance=4 * S)
+>>> bool(np.isclose(gk.frechet_distance(a, b), np.trace(S)))   # (2 - 1)^2 tr S
+True
+
 Batches of Dask arrays (row chunks of millions of distributions) are computed chunk by chunk on
 Dask's workers by ``gausskl.dask`` (``gk.dask.pairwise_kl``, ``gk.dask.knn_kl``, ``gk.dask.kl``;
 the extra ``pip install "gausskl[dask]"``), imported on first use: ``import gausskl`` does not
@@ -116,6 +126,7 @@ from gausskl._divergence import divergence, knn, pairwise
 from gausskl._errors import (GaussKLError, InputError, MemoryBudgetError,
                              NotPositiveDefiniteError, OptionError, ResourceError)
 from gausskl._ext import version as _library_version
+from gausskl._frechet import frechet_distance
 from gausskl._from_torch import from_torch
 from gausskl._jitter import JitterWarning
 from gausskl._ops import kl, kl_standard_normal, knn_kl, pairwise_kl
@@ -144,6 +155,7 @@ __all__ = [
     "OptionError",
     "ResourceError",
     "divergence",
+    "frechet_distance",
     "from_torch",
     "kl",
     "kl_standard_normal",

@@ -124,6 +124,16 @@ def divergence(
     threads: int = 0,
     torch_path: Optional[bool] = None,
 ) -> Array: ...
+def frechet_distance(
+    p: GaussianLike,
+    q: GaussianLike,
+    *,
+    details: bool = False,
+    jitter: float = 0.0,
+    memory_budget: Optional[int] = 0,
+    threads: int = 0,
+    torch_path: Optional[bool] = None,
+) -> Union[Array, Tuple[Array, dict[str, np.ndarray]]]: ...
 def from_torch(dist: Any) -> Gaussian: ...
 def kl(
     p: GaussianLike,

@@ -11,7 +11,9 @@ library does not run on; CPU tensors with torch_path=True).
   dense: jeffreys = KL both ways with the log-determinants cancelled out of it; bhattacharyya,
   hellinger and renyi through the Cholesky factor of the mixed covariance; wasserstein2 as
   |d|^2 + |L_1 - L_2 U|_F^2, U the orthogonal polar factor of L_2' L_1 (from an SVD, held
-  constant: the sum is stationary in U, so its gradient at fixed U is the gradient).
+  constant: the sum is stationary in U, so its gradient at fixed U is the gradient), and
+  between full sides above D = 8 by symmetric factorizations (_w2_trace: eigvalsh of
+  L_1' S_2 L_1), as the library.
 * Row-wise (rowwise), all pairs (pairwise) and knn in chunks of pairs within the memory budget;
   PairsBackward recomputes the formula chunk by chunk for the gradients of the library's
   all-pairs values, so that the backward holds one chunk's graph at a time.
@@ -98,6 +100,7 @@ class _Prep:
 def prepare(op: str, side: str, g, dtype, jitter, dense: bool) -> _Prep:
     """The prepared batch of a flat (one axis of rows), validated Gaussian."""
     out = _Prep()
+    out.full = g.family == "full"
     if g.family == "diag":
         m, s, ls = sigma_terms(g._replace([a.to(dtype) for a in g._spec[1:]]))
         out.mean = m
@@ -150,6 +153,27 @@ def _schur_pivot(M: torch.Tensor, k: int) -> float:
     return float(M[k, k] - (y * y).sum())
 
 
+# wasserstein2 as the library computes it (src/cpu/divergence/dense.hpp): up to this D the polar
+# form, above it between full sides the trace form of symmetric factorizations.
+_W2_POLAR_ALWAYS = 8
+
+
+def _w2_trace(d, P: _Prep, Q: _Prep):
+    """|d|^2 + tr S_1 + tr S_2 - 2 sum sqrt(eig(L_1' S_2 L_1)): L_1' S_2 L_1 is symmetric and
+    similar to S_1 S_2, so its eigenvalues (eigvalsh, differentiable) are those of S_1 S_2;
+    eigenvalues zero up to rounding (D eps of the largest) contribute zero."""
+    M = P.L.transpose(-1, -2) @ Q.S @ P.L
+    mu = torch.linalg.eigvalsh(0.5 * (M + M.transpose(-1, -2)))
+    dim = mu.shape[-1]
+    tol = dim * torch.finfo(mu.dtype).eps * torch.clamp_min(mu.detach().amax(-1, keepdim=True), 0)
+    live = mu > tol
+    roots = torch.where(live, torch.sqrt(torch.where(live, mu, torch.ones_like(mu))),
+                        torch.zeros_like(mu)).sum(-1)
+    traces = (torch.diagonal(P.S, dim1=-2, dim2=-1).sum(-1)
+              + torch.diagonal(Q.S, dim1=-2, dim2=-1).sum(-1))
+    return _sq(d) + torch.clamp_min(traces - 2 * roots, 0.0)
+
+
 def pair(kind: str, alpha: float, P: _Prep, Q: _Prep, check: bool = False):
     """D(p_k || q_k) for the prepared rows (equal counts): (values, a RenyiFailure or None;
     checked only with check, for renyi of order > 1)."""
@@ -172,6 +196,8 @@ def pair(kind: str, alpha: float, P: _Prep, Q: _Prep, check: bool = False):
         two = (_sq(_solve(Q, P.L)) + _sq(_solve(P, Q.L)) + _sq(_solve(P, d))
                + _sq(_solve(Q, d)) - 2 * dim)
         value = torch.clamp_min(0.5 * two, 0.0)
+    elif kind == "wasserstein2" and P.full and Q.full and dim > _W2_POLAR_ALWAYS:
+        value = _w2_trace(d, P, Q)
     elif kind == "wasserstein2":
         C = Q.L.transpose(-1, -2) @ P.L
         with torch.no_grad():

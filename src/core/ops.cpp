@@ -17,6 +17,7 @@
 #include "core/validate.hpp"
 #include "cpu/all_pairs.hpp"
 #include "cpu/backend.hpp"
+#include "cpu/common/parallel.hpp"
 #include "cpu/common/saturating.hpp"
 #include "cpu/divergence/pairs.hpp"
 #include "cpu/divergence/rowwise.hpp"
@@ -68,6 +69,15 @@ void run(const char* op, const Gaussians<T>& p, const Gaussians<T>* q, Call&& ca
                  "times p's");
   }
   const Gaussians<T>& g = (f.side[0] == 'q' && q) ? *q : p;
+  if (f.where.indefinite) {  // wasserstein2, which accepts a singular covariance
+    throw InputError(ErrorKind::not_positive_definite, op,
+                     std::string(f.side) + ".scale (" + full_param_name(g) +
+                         ") is not positive semi-definite at distribution " + show(f.where.index) +
+                         ": eigenvalue " + show(f.where.value) +
+                         " is negative beyond rounding (the largest is " + show(f.where.largest) +
+                         ")",
+                     f.side, f.where.index, hints::regularize);
+  }
   throw NotPositiveDefiniteError(op, f.side, full_param_name(g), f.where.index, f.where.pivot,
                                  show(f.where.value));
 }
@@ -100,7 +110,8 @@ void divergence_impl(const Gaussians<T>& p, const Gaussians<T>& q, std::span<U> 
     return;
   }
   const cpu::RowwiseConfig rows = detail::plan_rowwise(p, &q, std::max(p.n(), q.n()), options);
-  const cpu::DivergenceConfig plan{options.divergence, options.alpha, rows.workers};
+  cpu::DivergenceConfig plan{options.divergence, options.alpha, rows.workers};
+  plan.blas_threads = rows.workers == 1 ? std::max(cpu::resolve_threads(options.threads), 1) : 1;
   detail::validate(op, "p", p, plan.workers);
   detail::validate(op, "q", q, plan.workers);
   detail::validate_same_d(op, p, q);

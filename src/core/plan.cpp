@@ -160,6 +160,7 @@ cpu::DivergenceConfig plan_divergence_pairs(const Gaussians<T>& p, const Gaussia
   } else {
     config.workers = plan_rowwise(p, &qq, sat_mul(p.n(), qq.n()), options).workers;
   }
+  config.blas_threads = config.workers == 1 ? threads_of(options) : 1;
   return config;
 }
 

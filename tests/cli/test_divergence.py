@@ -202,3 +202,23 @@ def test_pairs_errors(gausskl, tmp_path, command, extra, message):
     assert r.returncode == 2, r.stderr
     assert message.format(c=command) in r.stderr, r.stderr
     assert target.snapshot() == target.before
+
+
+def test_frechet_is_wasserstein2(gausskl, tmp_path, rng):
+    """--divergence frechet (the name FID's users search for) is wasserstein2, also for all
+    pairs, and says so in --help; a singular covariance (fewer samples than dimensions) is
+    accepted by wasserstein2 only."""
+    p = gaussians(rng, "covariance", 3, 20)
+    q = gaussians(rng, "covariance", 3, 20)
+    np.testing.assert_array_equal(run(gausskl, tmp_path, p, q, "frechet"),
+                                  run(gausskl, tmp_path, p, q, "wasserstein2"))
+    assert_close(run(gausskl, tmp_path, p, q, "frechet"), _reference("wasserstein2", p, q),
+                 np.float64)
+    out = tmp_path / "all.npy"
+    gausskl.ok("pairwise", "--p", *save(tmp_path, "p", p), "--divergence", "frechet", "-o", out)
+    assert np.load(out).shape == (3, 3)
+    x = rng.normal(size=(4, 20))
+    sample = {"mean": x.mean(0), "covariance": np.cov(x, rowvar=False)}
+    got = run(gausskl, tmp_path, sample, q, "frechet")
+    assert np.all(np.isfinite(got)) and np.all(got > 0)
+    assert "also spelled frechet" in " ".join(gausskl.ok("kl", "--help").stdout.split())

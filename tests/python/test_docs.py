@@ -11,7 +11,7 @@ from conftest import needs_torch
 
 # Every module whose docstrings hold examples; each example makes its own data, so it runs as
 # pasted (torch examples need torch).
-DOCTESTED = ["gausskl._distributions", pytest.param("gausskl", marks=needs_torch),
+DOCTESTED = ["gausskl._distributions", "gausskl._frechet", pytest.param("gausskl", marks=needs_torch),
              pytest.param("gausskl._ops", marks=needs_torch),
              pytest.param("gausskl._from_torch", marks=needs_torch)]
 

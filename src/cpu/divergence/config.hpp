@@ -11,6 +11,9 @@ struct DivergenceConfig {
   Divergence kind = Divergence::jeffreys;
   double alpha = 0;  // renyi only
   int workers = 1;   // >= 1
+  // OpenBLAS's threads in each worker's factorizations (wasserstein2 of full sides): the
+  // library's threads when one worker does the call, else 1.
+  int blas_threads = 1;
   // All pairs only: two diagonal sides by DiagDivergenceTiles, each entry within
   // tolerance * (|D| + 1) of exact; otherwise every entry exact per pair.
   bool diag_tiles = false;

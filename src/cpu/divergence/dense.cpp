@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "cpu/common/diag_terms.hpp"
 #include "cpu/divergence/jacobi.hpp"
 #include "cpu/divergence/scalar.hpp"
+#include "cpu/divergence/w2_trace.hpp"
 #include "cpu/pair/linalg.hpp"
 
 namespace gausskl::cpu {
@@ -15,11 +17,27 @@ namespace {
 // than 6 digits to cancellation (a near-duplicate): the spectral form computes it instead.
 constexpr double kNearDuplicate = 1e-6;
 
-// A slot's parts: mean [d], L [d*d], Sigma [d*d], log det.
+// wasserstein2: up to this d every pair by the polar form (exact and as cheap as OpenBLAS at
+// these sizes). Up to kW2PolarMaxD, where the polar form is cheap, the trace form's value is
+// kept if its error bounds are within kW2Exact of it (the error bar of every kind), else the polar
+// form computes it; above, a pair whose square roots may have lost more than kW2Roots goes by the
+// singular values.
+constexpr std::int64_t kW2PolarAlways = 8;
+constexpr std::int64_t kW2PolarMaxD = 128;
+constexpr double kW2Exact = 1e-12, kW2Roots = 1e-10;
+
+// A slot's flags (its last double).
+constexpr int kFull = 1, kSingular = 2;
+
+// A slot's parts: mean [d], L [d*d], Sigma [d*d], log det, flags.
 struct Slot {
-  double *mean, *l, *cov, *logdet;
+  double *mean, *l, *cov, *logdet, *flags;
   Slot(std::int64_t d, double* s)
-      : mean(s), l(s + d), cov(s + d + d * d), logdet(s + d + 2 * d * d) {}
+      : mean(s),
+        l(s + d),
+        cov(s + d + d * d),
+        logdet(s + d + 2 * d * d),
+        flags(s + d + 2 * d * d + 1) {}
 };
 
 // Sigma = L L^T, both triangles.
@@ -43,7 +61,8 @@ double squared_norm(const double* x, std::int64_t n) {
 
 template <class T>
 void prepare_family(const DiagGaussians<T>& g, std::int64_t n, const Slot& s, std::int64_t d,
-                    double*, const Factoring&, FactorFailure&) {
+                    double*, const Factoring&, FactorFailure&, bool, int) {
+  *s.flags = 0;
   std::fill(s.l, s.l + d * d, 0.0);
   std::fill(s.cov, s.cov + d * d, 0.0);
   double logdet = 0;
@@ -60,7 +79,30 @@ void prepare_family(const DiagGaussians<T>& g, std::int64_t n, const Slot& s, st
 
 template <class T>
 void prepare_family(const FullGaussians<T>& g, std::int64_t n, const Slot& s, std::int64_t d,
-                    double* scratch, const Factoring& factoring, FactorFailure& fail) {
+                    double* scratch, const Factoring& factoring, FactorFailure& fail, bool w2,
+                    int blas_threads) {
+  *s.flags = kFull;
+  if (w2 && g.param == FullParam::covariance && factoring.jitter == 0) {
+    // wasserstein2: OpenBLAS's Cholesky, and a singular covariance accepted (w2_trace.hpp).
+    for (std::int64_t i = 0; i < d; ++i) {
+      s.mean[i] = g.mean(n, i);
+      for (std::int64_t j = 0; j <= i; ++j)
+        s.cov[i * d + j] = s.cov[j * d + i] = g.scale(n, i, j);
+    }
+    bool singular = false;
+    const double eps = std::numeric_limits<T>::epsilon();
+    fail = w2_factor(s.cov, d, eps, s.l, &singular, scratch, blas_threads);
+    if (fail.indefinite) {
+      fail.index = n;
+      return;
+    }
+    double logdet = 0;
+    for (std::int64_t k = 0; k < d && !singular; ++k)
+      logdet += 2 * std::log(s.l[k * d + k]);
+    *s.logdet = singular ? -HUGE_VAL : logdet;
+    if (singular) *s.flags = kFull | kSingular;
+    return;
+  }
   // The library's own preparation (every parameterization, the jitter), then L's copy.
   const Layout lay(d, 0, true, false);
   double* slot = scratch;
@@ -85,7 +127,8 @@ void prepare_family(const FullGaussians<T>& g, std::int64_t n, const Slot& s, st
 
 template <class T>
 void prepare_family(const LowRankGaussians<T>& g, std::int64_t n, const Slot& s, std::int64_t d,
-                    double*, const Factoring&, FactorFailure& fail) {
+                    double*, const Factoring&, FactorFailure& fail, bool, int) {
+  *s.flags = 0;
   const std::int64_t r = g.cov_factor.shape[2];
   for (std::int64_t i = 0; i < d; ++i) {
     s.mean[i] = g.mean(n, i);
@@ -199,19 +242,23 @@ double wasserstein2(const DenseGaussian& p, const DenseGaussian& q, const double
 
 }  // namespace
 
-std::int64_t dense_prepare_scratch(std::int64_t d) {
+std::int64_t dense_prepare_scratch(std::int64_t d, bool w2) {
   const Layout lay(d, 0, true, false);
-  return lay.size + prepare_scratch_size(lay);
+  const std::int64_t own = lay.size + prepare_scratch_size(lay);
+  return w2 ? std::max(own, w2_factor_scratch(d)) : own;
 }
 
 template <class T>
 FactorFailure dense_prepare(const Gaussians<T>& g, std::int64_t n, double* slot, double* scratch,
-                            const Factoring& factoring) {
+                            const Factoring& factoring, bool w2, int blas_threads) {
   FactorFailure fail;
   const std::int64_t d = g.d();
   const Slot s(d, slot);
-  std::visit([&](const auto& family) { prepare_family(family, n, s, d, scratch, factoring, fail); },
-             g.variant());
+  std::visit(
+      [&](const auto& family) {
+        prepare_family(family, n, s, d, scratch, factoring, fail, w2, blas_threads);
+      },
+      g.variant());
   return fail;
 }
 
@@ -222,6 +269,9 @@ DenseGaussian dense_view(std::int64_t d, const double* slot) {
   g.l = slot + d;
   g.cov = slot + d + d * d;
   g.logdet = slot[d + 2 * d * d];
+  const int flags = static_cast<int>(slot[d + 2 * d * d + 1]);
+  g.full = (flags & kFull) != 0;
+  g.singular = (flags & kSingular) != 0;
   return g;
 }
 
@@ -254,7 +304,20 @@ double dense_pair(const DivergenceConfig& config, const DenseGaussian& p_in,
   double* delta = y + d;  // [d]
   for (std::int64_t i = 0; i < d; ++i)
     delta[i] = p.mean[i] - q.mean[i];
-  if (kind == Divergence::wasserstein2) return wasserstein2(p, q, delta, scratch);
+  if (kind == Divergence::wasserstein2) {
+    const bool by_trace = p.singular || q.singular || (p.full && q.full && d > kW2PolarAlways);
+    if (!by_trace) return wasserstein2(p, q, delta, scratch);
+    const W2Terms t = w2_trace(p, q, delta, scratch, config.blas_threads);
+    const double value = t.mean + t.trace;
+    const bool small = d <= kW2PolarMaxD;
+    if (t.trace >= 0 && (small ? t.root_error + t.cancel_error <= kW2Exact * value
+                               : t.root_error <= kW2Roots * value)) {
+      return divergence_of_sum(value);
+    }
+    if (small && !p.singular && !q.singular) return wasserstein2(p, q, delta, scratch);
+    const double trace = w2_trace_svd(p, q, scratch, config.blas_threads);
+    return divergence_of_sum(t.mean + (trace >= 0 ? trace : std::max(t.trace, 0.0)));
+  }
 
   const bool renyi = kind == Divergence::renyi;
   const double alpha = config.alpha, beta = 1 - alpha;
@@ -309,8 +372,8 @@ double dense_pair(const DivergenceConfig& config, const DenseGaussian& p_in,
 }
 
 template FactorFailure dense_prepare<float>(const Gaussians<float>&, std::int64_t, double*, double*,
-                                            const Factoring&);
+                                            const Factoring&, bool, int);
 template FactorFailure dense_prepare<double>(const Gaussians<double>&, std::int64_t, double*,
-                                             double*, const Factoring&);
+                                             double*, const Factoring&, bool, int);
 
 }  // namespace gausskl::cpu

@@ -16,13 +16,17 @@ namespace gausskl::cpu {
 
 struct DivergenceSlots {
   bool jeffreys = false;
+  bool w2 = false;  // wasserstein2: OpenBLAS's factorizations for full sides (dense.hpp)
+  int blas_threads = 1;
   Layout p_layout, q_layout;
   // One prepared p, one prepared q, the scratch of preparing one and of one pair's value.
   std::int64_t p_slot = 0, q_slot = 0, prep = 0, pair = 0;
 
   template <class T>
   DivergenceSlots(const Gaussians<T>& p, const Gaussians<T>& q, const DivergenceConfig& config)
-      : jeffreys(config.kind == Divergence::jeffreys) {
+      : jeffreys(config.kind == Divergence::jeffreys),
+        w2(config.kind == Divergence::wasserstein2),
+        blas_threads(config.blas_threads) {
     const std::int64_t d = p.d();
     if (jeffreys) {
       p_layout = layout_for(p, true);
@@ -33,7 +37,7 @@ struct DivergenceSlots {
       pair = std::max(pair_scratch_size(p_layout), pair_scratch_size(q_layout));
     } else {
       p_slot = q_slot = dense_slot_size(d);
-      prep = dense_prepare_scratch(d);
+      prep = dense_prepare_scratch(d, w2);
       pair = dense_pair_scratch(d);
     }
   }
@@ -46,7 +50,7 @@ struct DivergenceSlots {
     if (jeffreys) {
       return prepare_one(g, i, is_p ? p_layout : q_layout, slot, scratch, factoring);
     }
-    return dense_prepare(g, i, slot, scratch, factoring);
+    return dense_prepare(g, i, slot, scratch, factoring, w2, blas_threads);
   }
 
   // D(p || q) of two prepared slots; -1 with fail's pivot and value set for a Renyi pair whose

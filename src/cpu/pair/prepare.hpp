@@ -15,6 +15,10 @@ struct FactorFailure {
   std::int64_t index = -1;
   std::int64_t pivot = 0;
   double value = 0;
+  // wasserstein2's covariances, which may be singular: not positive semi-definite, value its
+  // smallest eigenvalue and largest its largest.
+  bool indefinite = false;
+  double largest = 0;
 };
 
 // The layout for g's family. with_inverse keeps B^{-1} for triangular bases, needed when g is
