@@ -117,6 +117,7 @@ from gausskl._errors import (GaussKLError, InputError, MemoryBudgetError,
 from gausskl._ext import version as _library_version
 from gausskl._from_torch import from_torch
 from gausskl._jitter import JitterWarning
+from gausskl._moments import MomentAccumulator, fit_gaussian
 from gausskl._ops import kl, kl_standard_normal, knn_kl, pairwise_kl
 
 __version__ = _library_version()
@@ -139,10 +140,12 @@ __all__ = [
     "JitterWarning",
     "LowRankGaussian",
     "MemoryBudgetError",
+    "MomentAccumulator",
     "NotPositiveDefiniteError",
     "OptionError",
     "ResourceError",
     "divergence",
+    "fit_gaussian",
     "from_torch",
     "kl",
     "kl_standard_normal",

@@ -327,4 +327,21 @@ inline constexpr std::chrono::microseconds kPoolAwake{100};
 inline constexpr std::size_t kBufferMinKeptBytes = std::size_t{64} << 10;
 inline constexpr std::size_t kBufferKeptBytes = std::size_t{16} << 20;
 
+// ---- moments/: Gaussians fitted to rows (MomentAccumulator) ----
+
+// Rows of an update centred and added at a time: as many as fit in this many bytes of doubles
+// (at least one). Each chunk costs one rank-k update of the scatter plus an O(D^2) merge, so the
+// merge is noise from a few hundred rows on; 16 MiB is 1024 rows at D = 2048, where the rank-k
+// update is at its speed, and stays small beside the D x D scatter it feeds.
+inline constexpr std::int64_t kMomentChunkBytes = std::int64_t{16} << 20;
+
+// The scatter loop's block of the lower triangle (scatter_loop.cpp): rows x columns of doubles
+// updated by every row of a chunk before the next block, 32 x 512 = 128 KiB, within L2.
+inline constexpr std::int64_t kMomentBlockRows = 32;
+inline constexpr std::int64_t kMomentBlockCols = 512;
+
+// Updates of rows with fewer features than this run on the calling thread: below two blocks of
+// rows there is nothing to split, and a chunk's work (rows x D^2 / 2) is a few microseconds.
+inline constexpr std::int64_t kMomentParallelMinD = 2 * kMomentBlockRows;
+
 }  // namespace gausskl::cpu
