@@ -29,8 +29,9 @@ void scipy_dsyevd_64_(const char* jobz, const char* uplo, const std::int64_t* n,
                       const std::int64_t* lda, double* w, double* work, const std::int64_t* lwork,
                       std::int64_t* iwork, const std::int64_t* liwork, std::int64_t* info,
                       std::size_t, std::size_t);
-// OpenBLAS's threads for calls made from this thread; returns the count before.
-int scipy_openblas_set_num_threads_local64_(int num_threads);
+// OpenBLAS's thread count (one for the process: this build exports no per-thread setting).
+void scipy_openblas_set_num_threads64_(int num_threads);
+int scipy_openblas_get_num_threads64_(void);
 }
 
 namespace gausskl::cpu::lapack {
@@ -78,16 +79,11 @@ inline Int dsyevd(char jobz, char uplo, Int n, double* a, Int lda, double* w, do
   return info;
 }
 
-// Sets this thread's OpenBLAS threads for its lifetime, and puts the count back after.
-class Threads {
- public:
-  explicit Threads(int n) noexcept : before_(scipy_openblas_set_num_threads_local64_(n)) {}
-  ~Threads() { scipy_openblas_set_num_threads_local64_(before_); }
-  Threads(const Threads&) = delete;
-  Threads& operator=(const Threads&) = delete;
-
- private:
-  int before_;
-};
+// OpenBLAS's threads for the calls that follow. One count for the process, so each call of the
+// library sets the count it wants (its threads for one large pair, 1 inside its own workers); a
+// count differing only between concurrent calls changes their speed, never their values.
+inline void set_threads(int n) noexcept {
+  if (scipy_openblas_get_num_threads64_() != n) scipy_openblas_set_num_threads64_(n);
+}
 
 }  // namespace gausskl::cpu::lapack
