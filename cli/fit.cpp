@@ -109,6 +109,11 @@ CLI::App* add_fit_command(CLI::App& app, FitArgs& args) {
 }
 
 void run_fit(const FitArgs& args) {
+  if (args.output == "-") {
+    throw std::invalid_argument(
+        "[fit] -o - is not possible: the statistics are arrays, written to "
+        "an .npz file (-o STATS.npz)");
+  }
   const std::unique_ptr<io::NpyRows> rows = open_rows(args.x);
   const std::int64_t n = rows->rows(), d = rows->cols();
   if (args.ddof >= n) {

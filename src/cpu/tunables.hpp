@@ -335,13 +335,8 @@ inline constexpr std::size_t kBufferKeptBytes = std::size_t{16} << 20;
 // update is at its speed, and stays small beside the D x D scatter it feeds.
 inline constexpr std::int64_t kMomentChunkBytes = std::int64_t{16} << 20;
 
-// The scatter loop's block of the lower triangle (scatter_loop.cpp): rows x columns of doubles
-// updated by every row of a chunk before the next block, 32 x 512 = 128 KiB, within L2.
-inline constexpr std::int64_t kMomentBlockRows = 32;
-inline constexpr std::int64_t kMomentBlockCols = 512;
-
-// Updates of rows with fewer features than this run on the calling thread: below two blocks of
-// rows there is nothing to split, and a chunk's work (rows x D^2 / 2) is a few microseconds.
-inline constexpr std::int64_t kMomentParallelMinD = 2 * kMomentBlockRows;
+// Updates of rows with fewer features than this run dsyrk on the calling thread alone: a chunk's
+// rank-k update (rows x D^2 / 2 multiply-adds) is then too small to split.
+inline constexpr std::int64_t kMomentParallelMinD = 64;
 
 }  // namespace gausskl::cpu

@@ -144,3 +144,5 @@ def test_errors_leave_no_output(gausskl, tmp_path, rng):
     assert out.read_bytes() == b"old"
     result = gausskl("fit", "--x", tmp_path / "one.npy", "-o", tmp_path / "s.npy")
     assert result.returncode == 2
+    assert one_error_line(gausskl("fit", "--x", tmp_path / "one.npy", "-o", "-")).startswith(
+        "[fit] -o - is not possible")

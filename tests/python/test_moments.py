@@ -207,3 +207,16 @@ def test_errors(rng):
         gk.fit_gaussian(np.zeros((2, 3, 4)))
     with pytest.raises(ValueError, match=r"^\[fit_gaussian\] x must be float32 or float64"):
         gk.fit_gaussian(np.zeros((4, 2), dtype=np.complex128))
+
+
+def test_readme_fid_snippet_runs_as_pasted():
+    """The README's "FID from features" Python example, executed as written."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme[readme.index("## FID from features"):readme.index("## C++")]
+    code = section[section.index("```python\n") + 10:]
+    code = code[:code.index("```")]
+    env = {}
+    exec(compile(code, "README.md", "exec"), env)
+    assert np.isfinite(env["fid"]) and env["fid"] > 0
