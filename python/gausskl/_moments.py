@@ -69,25 +69,38 @@ def _gaussian(mean, cov, family: str):
 def fit_gaussian(x, ddof=1, *, family="full", threads=0):
     """The Gaussian fitted to the rows of ``x``: mean and covariance as ``np.cov``, in float64.
 
-    ``x`` is ``[N, D]`` (N samples of D features; a ``[D]`` vector is one row): NumPy, torch
-    (any device: copied to the CPU; no gradient flows), any DLPack array, float32 or float64
-    (integers are read as float64). Returns ``gk.FullGaussian(mean, covariance=cov)`` with NumPy
-    float64 ``mean [D]`` and ``cov [D, D]`` equal to ``np.cov(x.astype(np.float64),
-    rowvar=False, ddof=ddof)`` to ~1e-13, also when the mean is large against the spread
-    (float32 features of mean 1e3 and std 0.1: relative error <= 1e-10, where raw sums
-    ``sum x, sum x x^T`` lose every digit); with ``family="diag"``, ``gk.DiagGaussian(mean,
-    var=...)`` (the variances alone, O(D) memory).
+    Equal to ``np.cov(x.astype(np.float64), rowvar=False, ddof=ddof)`` to ~1e-13, also when the
+    mean is large against the spread (float32 features of mean 1e3 and std 0.1: relative error
+    <= 1e-10, where raw sums ``sum x, sum x x^T`` lose most digits): each chunk of rows is
+    centred on its own mean in float64 and the chunks are joined by Chan et al.'s pairwise
+    update. For more rows than fit in memory, give them in pieces to ``gk.MomentAccumulator``
+    (the same numbers); for a Dask array, ``gk.dask.fit_gaussian``.
 
-    ``ddof`` (delta degrees of freedom): the covariance is the scatter divided by ``N - ddof``.
-    The default 1 is ``np.cov``'s and pytorch-fid's (unbiased); StyleGAN's FID divides by N:
-    ``ddof=0``. Needs ``N > ddof``.
+    Parameters
+    ----------
+    x : array, ``[N, D]``
+        N samples of D features (a ``[D]`` vector is one row): NumPy, torch (any device: copied
+        to the CPU; no gradient flows), any DLPack array; float32 or float64 (integers are read
+        as float64).
+    ddof : int, default 1
+        Delta degrees of freedom: the covariance is the scatter divided by ``N - ddof``. 1 is
+        ``np.cov``'s and pytorch-fid's (unbiased); StyleGAN's FID divides by N: ``ddof=0``.
+        Needs ``N > ddof``.
+    family : {"full", "diag"}, default "full"
+        ``"diag"``: the variances alone (O(D) memory).
+    threads : int, default 0
+        The most worker threads the library may use; 0: one per hardware thread.
 
-    For more rows than fit in memory, give them in pieces to ``gk.MomentAccumulator`` (the same
-    numbers); for a Dask array, ``gk.dask.fit_gaussian``.
+    Returns
+    -------
+    gk.FullGaussian or gk.DiagGaussian
+        ``gk.FullGaussian(mean, covariance=cov)`` with NumPy float64 ``mean [D]`` and ``cov
+        [D, D]``; for ``family="diag"``, ``gk.DiagGaussian(mean, var=var)`` with ``var [D]``.
+        Errors (ValueError) are tagged ``[fit_gaussian]`` and name the row and column of a
+        value that is not finite.
 
-    Errors (ValueError) are tagged ``[fit_gaussian]`` and name the row and column of a value
-    that is not finite.
-
+    Examples
+    --------
     >>> import numpy as np, gausskl as gk
     >>> x = np.random.default_rng(0).normal(1e3, 0.1, size=(1000, 4)).astype(np.float32)
     >>> g = gk.fit_gaussian(x)
