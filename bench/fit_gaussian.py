@@ -14,7 +14,10 @@ process (minimum over --repeats rounds), each giving mean [D] and covariance [D,
 * raw sums numpy          float64 ``sum x`` and ``sum x x^T`` per batch, then
                           ``(S - n m m^T) / (n - 1)`` (torchmetrics' and StyleGAN's form);
 * raw sums torch          the same in torch float64 (``features.t().mm(features)``), as
-                          torchmetrics writes it (when torch is installed).
+                          torchmetrics writes it (when torch is installed);
+* gausskl fit (CLI)       with --cli PATH: ``gausskl fit --x x.npy -o stats.npz`` as a child
+                          process, the features saved to a temporary .npy first (memory-mapped
+                          by the command; the time includes reading them and the process).
 
 Error: max |cov - ref| / max |ref| against the reference ``np.cov`` of the features shifted by
 their first row in float64 (a difference of two float32 values is exact in float64, and the
@@ -26,6 +29,8 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import subprocess
+import tempfile
 import time
 
 import numpy as np
@@ -88,6 +93,16 @@ def raw_torch(x, batch):
     return m.numpy(), ((ss - n * torch.outer(m, m)) / (n - 1)).numpy()
 
 
+def cli_fit(path, folder):
+    def run(x, batch):
+        out = os.path.join(folder, "stats.npz")
+        subprocess.run([path, "fit", "--x", os.path.join(folder, "x.npy"), "-o", out,
+                        "--quiet"], check=True)
+        with np.load(out) as f:
+            return f["mean"], f["covariance"]
+    return run
+
+
 METHODS = [("gausskl fit_gaussian", gk_fit), ("gausskl MomentAccumulator", gk_acc),
            ("np.cov", np_cov), ("raw sums, numpy float64", raw_numpy),
            ("raw sums, torch float64", raw_torch)]
@@ -99,13 +114,18 @@ def main():
     ap.add_argument("--d", type=int, default=2048)
     ap.add_argument("--batch", type=int, default=1000)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--cli", help="the gausskl command, to time `gausskl fit` too")
     args = ap.parse_args()
     try:
         import torch  # noqa: F401
-        methods = METHODS
+        methods = list(METHODS)
     except ImportError:
         methods = METHODS[:-1]
     x = features(args.n, args.d)
+    folder = tempfile.mkdtemp(prefix="bench-fit-")
+    if args.cli:
+        np.save(os.path.join(folder, "x.npy"), x)
+        methods.append(("gausskl fit (CLI, .npy)", cli_fit(args.cli, folder)))
     shifted = x.astype(np.float64) - x[0].astype(np.float64)
     ref = np.cov(shifted, rowvar=False)
     ref_mean = shifted.mean(axis=0) + x[0].astype(np.float64)
@@ -134,6 +154,9 @@ def main():
         ce, me = errors[name]
         print(f"| {name} | {t:.2f} s | {args.n / t:,.0f} | {base / t:.2f}x | {ce:.1e} | "
               f"{me:.1e} |")
+    for name in os.listdir(folder):
+        os.remove(os.path.join(folder, name))
+    os.rmdir(folder)
 
 
 if __name__ == "__main__":

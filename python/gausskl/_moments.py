@@ -105,7 +105,7 @@ def fit_gaussian(x, ddof=1, *, family="full", threads=0):
     >>> x = np.random.default_rng(0).normal(1e3, 0.1, size=(1000, 4)).astype(np.float32)
     >>> g = gk.fit_gaussian(x)
     >>> g
-    FullGaussian(D=4, covariance, dtype=float64, numpy)
+    FullGaussian(N=1, D=4, covariance, dtype=float64, numpy)
     >>> bool(np.allclose(g.scale, np.cov(x.astype(np.float64), rowvar=False), rtol=1e-12))
     True
     """
