@@ -76,7 +76,7 @@ def moments(x, *, family="full", threads=1, split_every=8) -> Delayed:
             level_next.append(key)
         level = level_next
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=[x])
-    return Delayed(level[0], graph)
+    return Delayed(level[0], graph, layer=name)
 
 
 def fit_gaussian(x, ddof=1, *, family="full", threads=1, split_every=8):
