@@ -7,8 +7,7 @@
 
 namespace gausskl::cpu {
 
-void scatter_add(std::int64_t d, std::int64_t rows, const double* c, double* scatter,
-                 int workers) {
+void scatter_add(std::int64_t d, std::int64_t rows, const double* c, double* scatter, int workers) {
   lapack::set_threads(workers);
   lapack::dsyrk('U', 'N', d, rows, 1.0, c, d, 1.0, scatter, d);
 }

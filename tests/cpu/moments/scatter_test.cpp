@@ -29,8 +29,8 @@ TEST(ScatterAdd, LowerTriangleGainsTheRankKUpdate) {
     for (std::int64_t i = 0; i < d; ++i) {
       for (std::int64_t j = 0; j < d; ++j) {
         if (j > i) {
-          EXPECT_EQ(s[i * d + j], before[i * d + j]) << "upper triangle touched at " << i << ", "
-                                                      << j;
+          EXPECT_EQ(s[i * d + j], before[i * d + j])
+              << "upper triangle touched at " << i << ", " << j;
           continue;
         }
         long double want = before[i * d + j];
