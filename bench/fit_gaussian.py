@@ -2,6 +2,11 @@
 """Gaussians fitted to features (FID's statistics), side by side in one run.
 
     .venv/bin/python bench/fit_gaussian.py [--n 50000] [--d 2048] [--batch 1000] [--repeats 3]
+                                           [--threads T] [--cli build/gausskl]
+
+--threads T (default 0: all cores) is given to gausskl (threads=T) and, through
+OPENBLAS_NUM_THREADS / OMP_NUM_THREADS set before NumPy loads and torch.set_num_threads, to the
+others, so that every method runs on the same number of threads.
 
 Features: float32 [N, D], mean 1e3 (per column 1e3 (1 + N(0, 0.01))) and spread 0.1, correlated
 through a random mixing matrix: the case where raw sums cancel. Methods, timed in turns in this
@@ -37,9 +42,18 @@ import subprocess
 import tempfile
 import time
 
-import numpy as np
+import sys
 
-import gausskl as gk
+if __name__ == "__main__" and "--threads" in sys.argv:
+    _t = sys.argv[sys.argv.index("--threads") + 1]
+    if _t != "0":
+        os.environ["OPENBLAS_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"] = _t
+
+import numpy as np  # noqa: E402
+
+import gausskl as gk  # noqa: E402
+
+THREADS = 0
 
 
 def features(n, d, seed=0):
@@ -54,12 +68,12 @@ def features(n, d, seed=0):
 
 
 def gk_fit(x, batch):
-    g = gk.fit_gaussian(x)
+    g = gk.fit_gaussian(x, threads=THREADS)
     return g.mean, g.scale
 
 
 def gk_acc(x, batch):
-    acc = gk.MomentAccumulator(x.shape[1])
+    acc = gk.MomentAccumulator(x.shape[1], threads=THREADS)
     for k in range(0, len(x), batch):
         acc.update(x[k:k + batch])
     return acc.mean, acc.covariance()
@@ -105,7 +119,7 @@ def cli_fit(path, folder):
     def run(x, batch):
         out = os.path.join(folder, "stats.npz")
         subprocess.run([path, "fit", "--x", os.path.join(folder, "x.npy"), "-o", out,
-                        "--quiet"], check=True)
+                        "--quiet", "--threads", str(THREADS)], check=True)
         with np.load(out) as f:
             return f["mean"], f["covariance"]
     return run
@@ -123,9 +137,14 @@ def main():
     ap.add_argument("--batch", type=int, default=1000)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--cli", help="the gausskl command, to time `gausskl fit` too")
+    ap.add_argument("--threads", type=int, default=0)
     args = ap.parse_args()
+    global THREADS
+    THREADS = args.threads
     try:
-        import torch  # noqa: F401
+        import torch
+        if args.threads:
+            torch.set_num_threads(args.threads)
         methods = list(METHODS)
     except ImportError:
         methods = METHODS[:-1]
@@ -154,7 +173,7 @@ def main():
     base = best["np.cov"]
     print(f"N = {args.n}, D = {args.d}, float32 features of mean 1e3 and spread 0.1, batches of "
           f"{args.batch} rows; {platform.processor() or platform.machine()}, "
-          f"{os.cpu_count()} cores, load {load:.2f} before; min of {args.repeats} rounds in "
+          f"{os.cpu_count()} cores, threads {args.threads or 'all'}, load {load:.2f} before; min of {args.repeats} rounds in "
           f"turns, gausskl {gk.__version__}, numpy {np.__version__}\n")
     print("| method | time | rows/s | np.cov time / time | covariance error | mean error |")
     print("|---|---|---|---|---|---|")
