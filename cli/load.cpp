@@ -92,6 +92,18 @@ std::string missing_hint(const Side& side, const Keys& keys,
            keys.flag() + " " + wanted.front() + "=" + base + " would read " + wanted.front() +
            " from " + (one ? "'" + base + "'" : "'" + base + "_0', '" + base + "_1', ...") + ")";
   }
+  // pytorch-fid's statistics (np.savez(path, mu=..., sigma=...)): sigma is the covariance
+  // [D, D], which a reader of "sigma" takes for a std.
+  const auto ignored = [&](const char* n) {
+    return std::find(side.ignored.begin(), side.ignored.end(), n) != side.ignored.end();
+  };
+  if (ignored("sigma") && (ignored("mu") || side.arrays.count("mean"))) {
+    const std::string mean = ignored("mu") ? "mean=mu" : keys.mapping_of("mean");
+    return "; " + side.file + " holds " + quoted_list(side.ignored) + " (not read; " +
+           keys.flag() + " " + (mean.empty() ? "" : mean + ",") +
+           "covariance=sigma reads pytorch-fid's statistics, whose sigma is the covariance "
+           "[D, D], not a std)";
+  }
   return "; " + side.file + " holds " + quoted_list(side.ignored) + " (not read; --keys " +
          wanted.front() + "=" + side.ignored.front() + " would read " + wanted.front() + " from '" +
          side.ignored.front() + "')";

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/fit.hpp"
 #include "cli/keys.hpp"
 #include "cli/usage_errors.hpp"
 #include "gausskl/limits.hpp"
@@ -263,6 +264,9 @@ int main(int argc, char** argv) {
       "  gausskl knn --p queries.npz --q database.npz -k 5 -o -\n"
       "  gausskl knn --p P.npz -k 5 --divergence renyi --alpha 0.5 -o nn.npz   # array `renyi`\n");
 
+  gausskl::cli::FitArgs fit_args;
+  CLI::App* const fit = gausskl::cli::add_fit_command(app, fit_args);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -281,7 +285,8 @@ int main(int argc, char** argv) {
       return usage_error(extra->message, help);
     }
     if (dynamic_cast<const CLI::RequiredError*>(&e) && command.empty()) {
-      return usage_error("give a command: kl, pairwise or knn", help);  // not "A subcommand..."
+      return usage_error("give a command: kl, pairwise, knn or fit",
+                         help);  // not "A subcommand..."
     }
     return usage_error(e.what(), help);
   }
@@ -304,6 +309,7 @@ int main(int argc, char** argv) {
     if (kl->parsed()) gausskl::cli::run_kl(args);
     if (pairwise->parsed()) gausskl::cli::run_pairwise(args);
     if (knn->parsed()) gausskl::cli::run_knn(args);
+    if (fit->parsed()) gausskl::cli::run_fit(fit_args);
   } catch (const std::invalid_argument& e) {
     // The library's errors come worded for the command line (cli/library_call.hpp).
     std::fprintf(stderr, "gausskl: error: %s\n", e.what());

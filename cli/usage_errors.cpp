@@ -112,7 +112,7 @@ std::optional<Extra> first_extra(const CLI::App& app, bool flags_only) {
   }
   if (flags_only || left.empty()) return std::nullopt;
   extra.message = name + " takes no argument '" + left.front() + "'" +
-                  (command ? "" : ": give a command, kl, pairwise or knn");
+                  (command ? "" : ": give a command, kl, pairwise, knn or fit");
   return extra;
 }
 

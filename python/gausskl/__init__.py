@@ -129,6 +129,7 @@ from gausskl._ext import version as _library_version
 from gausskl._frechet import frechet_distance
 from gausskl._from_torch import from_torch
 from gausskl._jitter import JitterWarning
+from gausskl._moments import MomentAccumulator, fit_gaussian
 from gausskl._ops import kl, kl_standard_normal, knn_kl, pairwise_kl
 
 __version__ = _library_version()
@@ -151,10 +152,12 @@ __all__ = [
     "JitterWarning",
     "LowRankGaussian",
     "MemoryBudgetError",
+    "MomentAccumulator",
     "NotPositiveDefiniteError",
     "OptionError",
     "ResourceError",
     "divergence",
+    "fit_gaussian",
     "frechet_distance",
     "from_torch",
     "kl",

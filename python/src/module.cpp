@@ -8,6 +8,7 @@ void bind_ops(nanobind::module_& m);
 void bind_gradients(nanobind::module_& m);
 void bind_errors(nanobind::module_& m);
 void bind_diag_init(nanobind::module_& m);
+void bind_moments(nanobind::module_& m);
 }  // namespace gausskl::python
 
 NB_MODULE(_ext, m) {
@@ -19,4 +20,5 @@ NB_MODULE(_ext, m) {
   gausskl::python::bind_ops(m);
   gausskl::python::bind_gradients(m);
   gausskl::python::bind_diag_init(m);
+  gausskl::python::bind_moments(m);
 }

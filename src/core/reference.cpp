@@ -361,6 +361,31 @@ template long double divergence(Divergence, long double, const Gaussians<float>&
                                 const Gaussians<float>&, std::int64_t);
 template long double divergence(Divergence, long double, const Gaussians<double>&, std::int64_t,
                                 const Gaussians<double>&, std::int64_t);
+template <class T>
+void moments(const View<T, 2>& x, std::vector<long double>& mean,
+             std::vector<long double>& scatter) {
+  const int64_t n = x.shape[0], d = x.shape[1];
+  mean.assign(d, Real{0});
+  scatter.assign(d * d, Real{0});
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t j = 0; j < d; ++j)
+      mean[j] += static_cast<Real>(x(r, j));
+  }
+  for (int64_t j = 0; j < d; ++j)
+    mean[j] /= static_cast<Real>(n);
+  std::vector<Real> c(d);
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t j = 0; j < d; ++j)
+      c[j] = static_cast<Real>(x(r, j)) - mean[j];
+    for (int64_t i = 0; i < d; ++i) {
+      for (int64_t j = 0; j < d; ++j)
+        scatter[i * d + j] += c[i] * c[j];
+    }
+  }
+}
+
+template void moments(const View<float, 2>&, std::vector<long double>&, std::vector<long double>&);
+template void moments(const View<double, 2>&, std::vector<long double>&, std::vector<long double>&);
 template long double kl_standard_normal(const Gaussians<float>&, std::int64_t);
 template long double kl_standard_normal(const Gaussians<double>&, std::int64_t);
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "gausskl/types.hpp"
 
@@ -31,5 +32,11 @@ long double divergence(Divergence kind, long double alpha, const Gaussians<T>& p
 // KL(p_i || N(0, I)) in nats.
 template <class T>
 long double kl_standard_normal(const Gaussians<T>& p, std::int64_t i);
+
+// The mean [D] and scatter [D, D] (row-major, sum of (x - mean)(x - mean)^T) of the rows of
+// x [N, D], N >= 1, by two passes in long double: the oracle of MomentAccumulator.
+template <class T>
+void moments(const View<T, 2>& x, std::vector<long double>& mean,
+             std::vector<long double>& scatter);
 
 }  // namespace gausskl::reference

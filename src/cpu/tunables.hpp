@@ -327,4 +327,21 @@ inline constexpr std::chrono::microseconds kPoolAwake{100};
 inline constexpr std::size_t kBufferMinKeptBytes = std::size_t{64} << 10;
 inline constexpr std::size_t kBufferKeptBytes = std::size_t{16} << 20;
 
+// ---- moments/: Gaussians fitted to rows (MomentAccumulator) ----
+
+// Rows of an update centred and added at a time: as many as fit in this many bytes of doubles
+// (at least one). Each chunk costs one rank-k update of the scatter plus an O(D^2) merge, so the
+// merge is noise from a few hundred rows on; 16 MiB is 1024 rows at D = 2048, where the rank-k
+// update is at its speed, and stays small beside the D x D scatter it feeds.
+inline constexpr std::int64_t kMomentChunkBytes = std::int64_t{16} << 20;
+
+// Rows of the scatter per panel of scatter_add (moments/scatter.cpp): a dgemm for the panel's
+// rectangle left of the diagonal and a dsyrk for its diagonal block; small enough that the
+// dsyrk part (panel / D of the work) is minor, large enough for the dgemm's blocking.
+inline constexpr std::int64_t kMomentPanel = 256;
+
+// Updates of rows with fewer features than this run dsyrk on the calling thread alone: a chunk's
+// rank-k update (rows x D^2 / 2 multiply-adds) is then too small to split.
+inline constexpr std::int64_t kMomentParallelMinD = 64;
+
 }  // namespace gausskl::cpu

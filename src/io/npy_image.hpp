@@ -6,6 +6,7 @@
 #include "io/array.hpp"
 #include "io/byte_source.hpp"
 #include "io/memory_allowance.hpp"
+#include "io/npy_header.hpp"
 
 namespace gausskl::io {
 
@@ -14,5 +15,11 @@ namespace gausskl::io {
 // are taken from `allowance` (if given) first.
 Array read_npy_image(ByteSource& source, const std::string& where,
                      MemoryAllowance* allowance = nullptr);
+
+// Reads the image's magic, version and header, and checks that the data the header describes
+// (count elements, `bytes` bytes) is exactly what is left in the source: read_npy_image's first
+// half, for readers that take the data a block at a time (npy_rows.hpp).
+NpyHeader read_npy_preamble(ByteSource& source, const std::string& where, std::int64_t& count,
+                            std::int64_t& bytes);
 
 }  // namespace gausskl::io

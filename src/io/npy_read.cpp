@@ -63,7 +63,8 @@ std::vector<T> read_values(ByteSource& source, const NpyHeader& header, std::int
 
 }  // namespace
 
-Array read_npy_image(ByteSource& source, const std::string& where, MemoryAllowance* allowance) {
+NpyHeader read_npy_preamble(ByteSource& source, const std::string& where, std::int64_t& count,
+                            std::int64_t& bytes) {
   // Magic (6 bytes), major and minor version (1 byte each), then the header length: 2 bytes in
   // version 1.0, 4 bytes in 2.0 and 3.0 (3.0 allows UTF-8 in the header).
   std::array<std::byte, kNpyMagicSize + 2> prefix{};
@@ -95,7 +96,6 @@ Array read_npy_image(ByteSource& source, const std::string& where, MemoryAllowan
   source.read(std::as_writable_bytes(std::span(text)));
   const NpyHeader header = parse_npy_header(text, where);
 
-  std::int64_t count = 0, bytes = 0;
   if (!shape_sizes(header.shape, dtype_size(header.dtype), count, bytes)) {
     throw_read_error(
         where, "shape " + shape_text(header.shape) + " is too large (its size overflows int64)");
@@ -105,6 +105,12 @@ Array read_npy_image(ByteSource& source, const std::string& where, MemoryAllowan
                                 shape_text(header.shape) + " " + dtype_name(header.dtype) +
                                 ", found " + std::to_string(source.remaining()));
   }
+  return header;
+}
+
+Array read_npy_image(ByteSource& source, const std::string& where, MemoryAllowance* allowance) {
+  std::int64_t count = 0, bytes = 0;
+  const NpyHeader header = read_npy_preamble(source, where, count, bytes);
   // Fortran order is reordered through a second copy, freed before returning.
   const bool reordered = header.fortran_order && header.shape.size() > 1;
   if (allowance) allowance->take(reordered ? 2 * bytes : bytes, "read", where);

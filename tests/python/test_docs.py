@@ -11,9 +11,10 @@ from conftest import needs_torch
 
 # Every module whose docstrings hold examples; each example makes its own data, so it runs as
 # pasted (torch examples need torch).
-DOCTESTED = ["gausskl._distributions", "gausskl._frechet", pytest.param("gausskl", marks=needs_torch),
-             pytest.param("gausskl._ops", marks=needs_torch),
-             pytest.param("gausskl._from_torch", marks=needs_torch)]
+DOCTESTED = ["gausskl._distributions", "gausskl._frechet", "gausskl._moments",
+              pytest.param("gausskl", marks=needs_torch),
+              pytest.param("gausskl._ops", marks=needs_torch),
+              pytest.param("gausskl._from_torch", marks=needs_torch)]
 
 
 @pytest.mark.parametrize("module", DOCTESTED)
@@ -39,7 +40,7 @@ def test_every_code_example_in_a_docstring_is_a_doctest():
 
 
 PUBLIC_FUNCTIONS = ["kl", "kl_standard_normal", "pairwise_kl", "knn_kl", "from_torch",
-                    "DiagGaussian", "FullGaussian", "LowRankGaussian"]
+                    "DiagGaussian", "FullGaussian", "LowRankGaussian", "fit_gaussian"]
 
 
 @pytest.mark.parametrize("name", PUBLIC_FUNCTIONS)

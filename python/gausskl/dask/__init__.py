@@ -19,6 +19,9 @@ rows; NumPy arrays mix in (a broadcast scale stays small). The operations return
   time) keeping the k best by (value, index): ties go to the lower index, so the result does not
   depend on the chunking and is the single-process ``gk.knn_kl``'s, bit for bit.
 * ``kl(p, q)``, ``kl_standard_normal(p)``: row-wise, one task per row chunk (q is cut like p).
+* ``fit_gaussian(x, ddof=1)``: the Gaussian fitted to the rows of a Dask array ``x [N, D]``
+  (FID's statistics), one ``gk.MomentAccumulator`` per row chunk merged by a tree of exact
+  pairwise updates; ``moments(x)`` gives the merged accumulator, lazily.
 
 The tasks run on whatever Dask scheduler computes them (``distributed`` workers, threads, ...);
 there is no scheduler, queue or pool here. Each task is one library call, which releases the GIL.
@@ -59,9 +62,11 @@ import gausskl as gk
 from gausskl import _ext
 from gausskl import _options
 from gausskl.dask import _files, _tasks
+from gausskl.dask._fit import fit_gaussian, moments
 from gausskl.dask._sides import Side, one_row
 
-__all__ = ["compute_all", "kl", "kl_standard_normal", "knn_kl", "pairwise_kl", "to_zarr"]
+__all__ = ["compute_all", "fit_gaussian", "kl", "kl_standard_normal", "knn_kl", "moments",
+           "pairwise_kl", "to_zarr"]
 
 
 def _option_tuple(op: str, jitter, tolerance, memory_budget, threads) -> tuple:
