@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 # clang + libclang-rt-14-dev: libFuzzer for the fuzz targets of the file readers (fuzz/).
 APT_PACKAGES=(g++ make libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev zlib1g-dev libhwy-dev
               clang-format clang libclang-rt-14-dev)
-PIP_PACKAGES=(cmake ninja numpy pytest mpmath scikit-build-core nanobind matplotlib)
+# pytest-xdist: make test runs the Python suites on every core (pytest -n).
+PIP_PACKAGES=(cmake ninja numpy pytest pytest-xdist mpmath scikit-build-core nanobind matplotlib)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
