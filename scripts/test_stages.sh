@@ -42,20 +42,23 @@ JOBS=${JOBS:-$(nproc)}
 # The Python suites on every core (pytest-xdist); the Dask suite starts its own worker processes
 # and runs on one.
 XDIST=(-n "$JOBS")
+# Each pytest stage its own temporary folder: two run at once (the CLI suite in both lanes).
+tmp() { echo "--basetemp=$PWD/$LOGS/tmp-$1"; }
 
 release_lane() {
   stage release ctest bash -c "cd build && ctest --output-on-failure -j $JOBS" &&
     stage release pytest-cli env GAUSSKL_CLI="$PWD/build/gausskl" \
-      $PY -m pytest -q "${XDIST[@]}" tests/cli &&
-    stage release pytest-python $PY -m pytest -q "${XDIST[@]}" tests/python &&
-    stage release pytest-dask env GAUSSKL_CLI="$PWD/build/gausskl" $PY -m pytest -q tests/dask
+      $PY -m pytest -q "${XDIST[@]}" "$(tmp cli)" tests/cli &&
+    stage release pytest-python $PY -m pytest -q "${XDIST[@]}" "$(tmp python)" tests/python &&
+    stage release pytest-dask env GAUSSKL_CLI="$PWD/build/gausskl" \
+      $PY -m pytest -q "$(tmp dask)" tests/dask
 }
 
 sanitizer_lane() {
   stage sanitizers asan-build make -s asan-build &&
     stage sanitizers asan-ctest bash -c "cd build-asan && ctest --output-on-failure -j $JOBS" &&
     stage sanitizers asan-pytest-cli env GAUSSKL_CLI="$PWD/build-asan/gausskl" \
-      $PY -m pytest -q "${XDIST[@]}" tests/cli
+      $PY -m pytest -q "${XDIST[@]}" "$(tmp asan-cli)" tests/cli
   local asan=$?
   stage sanitizers tsan make -s test-tsan
   local tsan=$?
@@ -64,34 +67,40 @@ sanitizer_lane() {
   return $((asan || tsan || fuzz))
 }
 
-status=0
-stage setup deps make -s deps || status=1
-stage setup format-check make -s format-check || status=1
-if [ $status -eq 0 ]; then
-  stage setup build make -s build &&
-    stage setup python make -s python &&
-    stage setup dask-extra make -s dask-extra || status=1
-fi
-if [ $status -eq 0 ]; then
-  release_lane &
-  release=$!
-  sanitizers=
-  if [ "$MODE" = full ]; then
-    sanitizer_lane &
-    sanitizers=$!
+# The whole run in one function, read before it starts.
+main() {
+  status=0
+  stage setup deps make -s deps || status=1
+  stage setup format-check make -s format-check || status=1
+  if [ $status -eq 0 ]; then
+    stage setup build make -s build &&
+      stage setup python make -s python &&
+      stage setup dask-extra make -s dask-extra || status=1
   fi
-  wait $release || status=1
-  if [ -n "$sanitizers" ]; then wait "$sanitizers" || status=1; fi
-fi
+  if [ $status -eq 0 ]; then
+    release_lane &
+    release=$!
+    sanitizers=
+    if [ "$MODE" = full ]; then
+      sanitizer_lane &
+      sanitizers=$!
+    fi
+    wait $release || status=1
+    if [ -n "$sanitizers" ]; then wait "$sanitizers" || status=1; fi
+  fi
 
-TOTAL=$(($(date +%s) - START))
-echo
-LABEL="make test"
-[ "$MODE" = quick ] && LABEL="make test-quick"
-echo "== $LABEL: stage times in seconds (the lanes release and sanitizers run side by side)"
-printf '%-12s %-18s %8s  %s\n' lane stage seconds result
-while read -r lane name seconds rc; do
-  printf '%-12s %-18s %8s  %s\n' "$lane" "$name" "$seconds" "$([ "$rc" -eq 0 ] && echo ok || echo FAILED)"
-done <"$LOGS/times"
-printf '%-31s %8s  %s\n' "wall clock" "$TOTAL" "$([ $status -eq 0 ] && echo ok || echo FAILED)"
-exit $status
+  TOTAL=$(($(date +%s) - START))
+  echo
+  LABEL="make test"
+  [ "$MODE" = quick ] && LABEL="make test-quick"
+  echo "== $LABEL: stage times in seconds (the lanes release and sanitizers run side by side)"
+  printf '%-12s %-18s %8s  %s\n' lane stage seconds result
+  while read -r lane name seconds rc; do
+    printf '%-12s %-18s %8s  %s\n' "$lane" "$name" "$seconds" "$([ "$rc" -eq 0 ] && echo ok || echo FAILED)"
+  done <"$LOGS/times"
+  printf '%-31s %8s  %s\n' "wall clock" "$TOTAL" "$([ $status -eq 0 ] && echo ok || echo FAILED)"
+  return $status
+}
+
+main
+exit $?
