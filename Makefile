@@ -7,26 +7,32 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS := -G Ninja -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: deps build python dask-extra demo test test-release test-asan test-tsan test-fuzz fuzz \
-  format format-check bench-build bench bench-peers bench-dask clean
+.PHONY: deps build python dask-extra demo test test-quick test-release test-asan asan-build \
+  test-tsan test-fuzz fuzz format format-check bench-build bench bench-peers bench-dask clean
 
 deps:
 	@scripts/install_deps.sh
 
-# Release build; the CLI ends up at build/gausskl.
+# The one Release build: the library, the CLI (build/gausskl), the C++ tests (ctest there) and the
+# Python extension, which `make python` installs from this same tree (the library is compiled once).
+RELEASE_FLAGS := -DGAUSSKL_WERROR=ON -DGAUSSKL_BUILD_PYTHON=ON -DGAUSSKL_BUILD_CLI=ON \
+  -DGAUSSKL_BUILD_TESTS=ON
 build: deps
-	@$(CMAKE) -S . -B build $(CMAKE_FLAGS) -DGAUSSKL_WERROR=ON >/dev/null
+	@$(CMAKE) -S . -B build $(CMAKE_FLAGS) $(RELEASE_FLAGS) -DPython_EXECUTABLE=$(CURDIR)/$(PY) \
+	  >/dev/null
 	@$(CMAKE) --build build -j $(JOBS)
 
-# The Python package and the gausskl command into .venv (scikit-build-core + nanobind, the same
-# CMake project; the command lands in .venv/bin). The build's output goes to a log: a person
-# sees one line saying where, and its last lines if it fails.
-PY_LOG := build-python/pip-install.log
-python: deps
-	@mkdir -p build-python
-	@echo "Building the library, the gausskl command and the Python package into $(VENV)" \
-	  "(a few minutes; the build's output goes to $(PY_LOG))"
-	@SKBUILD_BUILD_DIR=build-python CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) \
+# The Python package and the gausskl command into .venv: pip install . (scikit-build-core +
+# nanobind) with build/ as its build tree and the same flags, so that it compiles nothing that
+# `make build` compiled; it installs the CMake component "python" (the package, the extension,
+# the command into .venv/bin). The pip run's output goes to a log: a person sees one line saying
+# where, and its last lines if it fails.
+PY_LOG := build/pip-install.log
+python: build
+	@echo "Installing the Python package and the gausskl command from build/ into $(VENV)" \
+	  "(the pip run's output goes to $(PY_LOG))"
+	@SKBUILD_BUILD_DIR=build SKBUILD_CMAKE_ARGS="$(subst $() ,;,$(strip $(RELEASE_FLAGS)))" \
+	  CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) \
 	  $(PY) -m pip install -v --no-build-isolation . >$(PY_LOG) 2>&1 || { tail -n 30 $(PY_LOG); \
 	  echo "make python: the build failed; its whole output is in $(PY_LOG)"; exit 1; }
 
@@ -45,17 +51,26 @@ demo: python
 	@echo; echo "== the same from Python: an interpreter session to paste (scripts/demo_python.py)"
 	@$(PY) scripts/demo_python.py
 
-# Everything: format check, Release build with warnings as errors (ctest + CLI pytest), then
-# the same suites under AddressSanitizer + UndefinedBehaviorSanitizer.
-test: deps format-check test-release test-asan test-tsan test-fuzz
+# Everything: format check; the one Release build (warnings as errors) with ctest, the CLI,
+# Python and Dask suites; beside them the C++ and CLI suites under AddressSanitizer +
+# UndefinedBehaviorSanitizer, ThreadSanitizer and the fuzz replay. scripts/test_stages.sh runs
+# the stages in two lanes side by side and ends with a table of each stage's time.
+test: deps
+	@scripts/test_stages.sh full
 
+# The Release stages only (build, ctest, CLI, Python and Dask suites): the inner loop.
+test-quick: deps
+	@scripts/test_stages.sh quick
+
+# The Python suites on every core (pytest-xdist); the Dask suite starts its own processes.
+XDIST := -n $(JOBS)
 test-release: build python dask-extra
 	@echo "== ctest (Release)"
 	@cd build && ctest --output-on-failure -j $(JOBS)
 	@echo "== pytest: CLI (Release)"
-	@GAUSSKL_CLI=$(CURDIR)/build/gausskl $(PY) -m pytest -q tests/cli
+	@GAUSSKL_CLI=$(CURDIR)/build/gausskl $(PY) -m pytest -q $(XDIST) tests/cli
 	@echo "== pytest: Python package"
-	@$(PY) -m pytest -q tests/python
+	@$(PY) -m pytest -q $(XDIST) tests/python
 	@echo "== pytest: gausskl.dask and gausskl-dask (LocalCluster of worker processes)"
 	@GAUSSKL_CLI=$(CURDIR)/build/gausskl $(PY) -m pytest -q tests/dask
 
@@ -63,15 +78,17 @@ test-release: build python dask-extra
 # one kernel file 25 of them (bench/README.md, "CI time"); ASan's reports need no more.
 SANITIZER_OPT := -O1 -g1 -DNDEBUG
 
-test-asan: deps
+asan-build: deps
 	@$(CMAKE) -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$(SANITIZER_OPT)" -DGAUSSKL_WERROR=ON \
 	  -DGAUSSKL_SANITIZE=ON >/dev/null
 	@$(CMAKE) --build build-asan -j $(JOBS)
+
+test-asan: asan-build
 	@echo "== ctest (ASan + UBSan)"
 	@cd build-asan && ctest --output-on-failure -j $(JOBS)
 	@echo "== pytest: CLI (ASan + UBSan)"
-	@GAUSSKL_CLI=$(CURDIR)/build-asan/gausskl $(PY) -m pytest -q tests/cli
+	@GAUSSKL_CLI=$(CURDIR)/build-asan/gausskl $(PY) -m pytest -q $(XDIST) tests/cli
 
 # The library under ThreadSanitizer: concurrent calls, and the operations' own worker threads.
 test-tsan: deps
@@ -104,7 +121,8 @@ format-check:
 	@clang-format --dry-run -Werror $(FORMAT_FILES) && echo "clang-format: clean"
 
 bench-build: deps
-	@$(CMAKE) -S . -B build $(CMAKE_FLAGS) -DGAUSSKL_BUILD_BENCH=ON >/dev/null
+	@$(CMAKE) -S . -B build $(CMAKE_FLAGS) $(RELEASE_FLAGS) -DPython_EXECUTABLE=$(CURDIR)/$(PY) \
+	  -DGAUSSKL_BUILD_BENCH=ON >/dev/null
 	@$(CMAKE) --build build -j $(JOBS)
 
 # The C++ benchmarks, then the seeds' own calls from Python beside the same calls from C++ (the
@@ -138,4 +156,4 @@ bench-dask: build python dask-extra
 	@$(PY) bench/dask_scale.py --cli build/gausskl --out bench/README.md
 
 clean:
-	rm -rf build build-asan build-tsan build-python build-fuzz demo-data
+	rm -rf build build-asan build-tsan build-python build-fuzz build-logs demo-data

@@ -8,7 +8,9 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(g++ make libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev zlib1g-dev libhwy-dev
               clang-format clang libclang-rt-14-dev)
 # scipy-openblas64: OpenBLAS (BLAS, LAPACK) that the library links (cmake/openblas.cmake).
-PIP_PACKAGES=(cmake ninja numpy pytest mpmath scikit-build-core nanobind matplotlib scipy-openblas64)
+# pytest-xdist: make test runs the Python suites on every core (pytest -n).
+PIP_PACKAGES=(cmake ninja numpy pytest pytest-xdist mpmath scikit-build-core nanobind matplotlib
+              scipy-openblas64)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do

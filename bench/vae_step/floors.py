@@ -2,7 +2,7 @@
 implementation could take, side by side in one process: torch's one-liner with autograd,
 gausskl.kl_standard_normal, a minimal Python autograd.Function that only calls the extension's
 forward and backward, an empty Function, and a C++ autograd node (autograd_node.cpp, built here
-with g++ against the installed torch and build-python/libgausskl.a, when both are there).
+with g++ against the installed torch and build/libgausskl.a, when both are there).
 
     .venv/bin/python bench/vae_step/floors.py
 
@@ -25,8 +25,8 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 
 def build_node():
     """The C++ node's library, or None (no compiler, no libgausskl.a with -fPIC)."""
-    lib = os.path.join(REPO, "build-python", "libgausskl.a")
-    out = os.path.join(REPO, "build-python", "vae_step_node.so")
+    lib = os.path.join(REPO, "build", "libgausskl.a")
+    out = os.path.join(REPO, "build", "vae_step_node.so")
     if not os.path.exists(lib):
         return None
     root = os.path.dirname(torch.__file__)

@@ -143,3 +143,91 @@ def test_ordinary_operations_refuse_dask_batches(rng):
         gk.pairwise_kl(p)
     with pytest.raises(TypeError, match=r"^\[kl\] .*use gausskl.dask.kl"):
         gk.kl(p, p)
+
+
+def block_tasks(x):
+    return len([k for k in x.__dask_graph__() if k[0] == x.name])
+
+
+def test_one_row_chunks_are_recut(rng):
+    """1-row chunks of a few thousand rows: before, one task per pair of chunks (3,000^2 = 9M
+    tasks, GBs of graph in the client); now recut into blocks sized from the memory budget, a
+    few tasks, done in seconds with the client's memory bounded (tracemalloc: Python and NumPy
+    allocations of this process). Diagonal family: bit for bit the single-process call. On
+    Dask's threaded scheduler: the graph is the caller's (6,000 chunks of inputs) and ours."""
+    import time
+    import tracemalloc
+
+    a, b = arrays(rng, "std", 3000, 4, np.float32), arrays(rng, "std", 2000, 4, np.float32)
+    tracemalloc.start()
+    try:
+        start = time.monotonic()
+        same = gk.dask.pairwise_kl(chunked("std", a, 1))
+        two = gk.dask.pairwise_kl(chunked("std", a, 1), chunked("std", b, 1))
+        assert same.chunks == ((3000,), (3000,)) and block_tasks(same) == 1
+        assert two.chunks == ((3000,), (2000,)) and block_tasks(two) == 1
+        got_same, got_two = dask.compute(same, two, scheduler="threads")
+        elapsed = time.monotonic() - start
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert elapsed < 60, f"{elapsed:.1f} s"
+    # The two results (36 + 24 MB) and the inputs' graph; 9M tasks' graph took over 10 GB.
+    assert peak < 400 << 20, f"client peak {peak / 2**20:.0f} MiB"
+    np.testing.assert_array_equal(got_same, gk.pairwise_kl(gaussian("std", a)))
+    np.testing.assert_array_equal(got_two, gk.pairwise_kl(gaussian("std", a), gaussian("std", b)))
+
+
+def test_block_rows_from_the_budget_and_d(rng, monkeypatch):
+    monkeypatch.setattr(gk.dask, "MAX_TASKS", 10)
+    a = arrays(rng, "std", 50, 3)
+    x = gk.dask.pairwise_kl(chunked("std", a, 2))  # 625 blocks: recut
+    assert x.chunks == ((50,), (50,))
+    from gausskl.dask._sides import Side
+
+    def rows(param, n, d, dtype, budget):
+        return gk.dask.block_rows(Side("pairwise_kl", "p", chunked(param, arrays(
+            rng, param, n, d, dtype), n)), dtype, budget)
+
+    assert rows("std", 10_000, 4, np.float32, 0) == 4096  # 64 MiB of float32 results
+    assert rows("std", 10_000, 4, np.float64, 0) == 2048  # 2,896^2 doubles: a power of two
+    assert rows("std", 100, 4, np.float32, 0) == 100  # at most the side's rows
+    assert rows("std", 10_000, 4, np.float64, 2 << 20) == 512  # the budget: 512^2 x 8 B
+    # 64 x 64 + 64 doubles a row (33,280 B): 2,016 rows fit 64 MiB, 1,024 taken
+    assert rows("scale_tril", 1100, 64, np.float64, 0) == 1024
+    assert rows("scale_tril", 1100, 64, np.float64, 8 << 20) == 128  # 252 rows fit 8 MiB
+    s = arrays(rng, "scale_tril", 40, 16)
+    z = gk.dask.pairwise_kl(chunked("scale_tril", s, 1))
+    assert z.chunks == ((40,), (40,))
+    assert within_tolerance(z.compute(scheduler="sync"),
+                            gk.pairwise_kl(gaussian("scale_tril", s)), 1e-13)
+    # q given: each side recut on its own, a side already coarse enough is kept
+    b = arrays(rng, "std", 30, 3)
+    w = gk.dask.pairwise_kl(chunked("std", a, 1), chunked("std", b, 30))
+    assert w.chunks == ((50,), (30,))
+    np.testing.assert_array_equal(w.compute(scheduler="sync"),
+                                  gk.pairwise_kl(gaussian("std", a), gaussian("std", b)))
+
+
+def test_explicit_rows_and_the_warning(rng, monkeypatch):
+    a, b = arrays(rng, "std", 20, 3), arrays(rng, "std", 9, 3)
+    x = gk.dask.pairwise_kl(chunked("std", a, 1), p_rows=8)
+    assert x.chunks == ((8, 8, 4), (8, 8, 4))
+    np.testing.assert_array_equal(np.diagonal(x.compute(scheduler="sync")), 0)
+    y = gk.dask.pairwise_kl(chunked("std", a, 20), chunked("std", b, 9), p_rows=6, q_rows=4)
+    assert y.chunks == ((6, 6, 6, 2), (4, 4, 1))
+    np.testing.assert_array_equal(y.compute(scheduler="sync"),
+                                  gk.pairwise_kl(gaussian("std", a), gaussian("std", b)))
+    monkeypatch.setattr(gk.dask, "MAX_TASKS", 10)
+    with pytest.warns(dask.array.core.PerformanceWarning,
+                      match=r"^\[pairwise_kl\] 16 block tasks \(4 x 4 row chunks\), more than 10: "
+                            r".*pass larger p_rows \(20 rows keep a block"):
+        gk.dask.pairwise_kl(chunked("std", a, 1), p_rows=5)
+    with pytest.warns(dask.array.core.PerformanceWarning, match=r"p_rows and q_rows"):
+        gk.dask.pairwise_kl(chunked("std", a, 20), chunked("std", b, 9), p_rows=2, q_rows=2)
+    with pytest.raises(ValueError, match=r"^\[pairwise_kl\] q = p is cut like p: give p_rows"):
+        gk.dask.pairwise_kl(chunked("std", a, 4), q_rows=4)
+    with pytest.raises(ValueError, match=r"^\[pairwise_kl\] p_rows = 0 must be at least 1"):
+        gk.dask.pairwise_kl(chunked("std", a, 4), p_rows=0)
+    with pytest.raises(TypeError, match=r"^\[pairwise_kl\] q_rows must be an int, found bool"):
+        gk.dask.pairwise_kl(chunked("std", a, 4), chunked("std", b, 3), q_rows=True)

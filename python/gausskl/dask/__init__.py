@@ -13,7 +13,9 @@ rows; NumPy arrays mix in (a broadcast scale stays small). The operations return
     idx, val = gk.dask.knn_kl(p, k=10, exclude_self=True)      # lazy [N, 10] each
 
 * ``pairwise_kl(p, q=None)``: one task per (row chunk of p, row chunk of q), each the library's
-  ``gk.pairwise_kl`` on the two chunks; the result's chunks are those pairs.
+  ``gk.pairwise_kl`` on the two chunks; the result's chunks are those pairs. Chunks that would
+  make more than ``MAX_TASKS`` (100,000) blocks are recut into chunks sized from the memory
+  budget (``p_rows``, ``q_rows`` choose them).
 * ``knn_kl(p, q=None, k=...)``: the same blocks, each the library's ``gk.knn_kl`` giving the k
   best of its columns with global indices, then a tree of merges (``split_every`` lists at a
   time) keeping the k best by (value, index): ties go to the lower index, so the result does not
@@ -49,7 +51,6 @@ import concurrent.futures
 import multiprocessing.pool
 import operator
 import os
-import shutil
 import uuid
 
 import dask
@@ -142,11 +143,59 @@ def kl_standard_normal(p, *, jitter: float = 0.0, memory_budget: int | None = 0,
     return _array(name, dsk, P.arrays, (P.chunks,), _out_dtype(P))
 
 
+# Beyond this many block tasks a graph costs more in the client and the scheduler (about 1 ms and
+# ~100 B of graph a task) than its blocks save: 1,537 rows in 1-row chunks made 2.4M tasks.
+MAX_TASKS = 100_000
+# Rows per chunk when a side is recut: a block's result and its chunks' arrays within this.
+BLOCK_BYTES = 64 << 20
+
+
+def _pow2_floor(x: float) -> int:
+    return 1 << max(0, int(np.floor(np.log2(max(1.0, x)))))
+
+
+def block_rows(side: Side, dtype, memory_budget: int | None) -> int:
+    """Rows per chunk for recut sides: the largest power of two whose square block of results
+    (in dtype) and whose chunk of inputs (as float64, every array of the side) each fit in the
+    memory budget (BLOCK_BYTES when it is 0 or None); at most the side's rows."""
+    budget = memory_budget or BLOCK_BYTES
+    row_bytes = 8 * sum(int(np.prod(a.shape[1:], dtype=np.int64)) for a in side.arrays)
+    rows = min(_pow2_floor(np.sqrt(budget / np.dtype(dtype).itemsize)),
+               _pow2_floor(budget / max(row_bytes, 1)))
+    return max(1, min(rows, max(side.n, 1)))
+
+
+def _regular_cut(n: int, rows: int) -> tuple:
+    return (rows,) * (n // rows) + ((n % rows,) if n % rows else ())
+
+
+def _rows_argument(op: str, name: str, rows):
+    if rows is None:
+        return None
+    if isinstance(rows, bool):
+        raise TypeError(f"[{op}] {name} must be an int, found bool")
+    rows = operator.index(rows)
+    if rows < 1:
+        raise ValueError(f"[{op}] {name} = {rows} must be at least 1")
+    return rows
+
+
 def pairwise_kl(p, q=None, *, jitter: float = 0.0, tolerance: float | None = 0.0,
-                memory_budget: int | None = 0, threads: int = 1):
+                memory_budget: int | None = 0, threads: int = 1, p_rows: int | None = None,
+                q_rows: int | None = None):
     """All pairs ``out[i, j] = KL(p_i || q_j)``, a lazy ``[N, M]`` Dask array whose chunks are
     (p's row chunks, q's row chunks): one task per pair of chunks, each the library's
     ``gk.pairwise_kl`` on them. Without q, q = p, cut like p, and the diagonal is exactly 0.
+
+    p_rows, q_rows: rows per chunk of p and of q for the blocks (and the result's chunks); with
+    q = p, p_rows cuts both (blocks on the diagonal stay the library's q = p calls). By default
+    each side keeps its own chunks unless they make more than ``MAX_TASKS`` (100,000) blocks:
+    then every side with more chunks than needed is recut into chunks of ``block_rows`` rows
+    (a power of two sized so that a block's results and a chunk's inputs each fit in
+    memory_budget, or 64 MiB: 4,096 rows for float32 results at small D), so the task count
+    grows with N M / rows^2, not with the caller's smallest chunk. A graph still beyond
+    MAX_TASKS (explicit small rows, or N in the millions) gives a ``PerformanceWarning`` that
+    says which rows to pass.
 
     The matrix need never be held whole: ``gk.dask.to_zarr(out, path)`` (or Dask's own
     ``out.to_zarr``) writes it chunk by chunk. Options as in ``gk.pairwise_kl``, per task
@@ -155,16 +204,58 @@ def pairwise_kl(p, q=None, *, jitter: float = 0.0, tolerance: float | None = 0.0
     """
     op = "pairwise_kl"
     options = _option_tuple(op, jitter, tolerance, memory_budget, threads)
-    P = Side(op, "p", p)
-    Q = P if q is None else Side(op, "q", q)
-    _same_d(op, P, Q)
+    p_rows, q_rows = _rows_argument(op, "p_rows", p_rows), _rows_argument(op, "q_rows", q_rows)
     same = q is None
+    if same and q_rows is not None:
+        raise ValueError(f"[{op}] q = p is cut like p: give p_rows (q_rows applies with q given)")
+    P = Side(op, "p", p)
+    Q = P if same else Side(op, "q", q)
+    _same_d(op, P, Q)
+    dtype = _out_dtype(P, Q)
+    if p_rows is not None:
+        P = P.with_chunks(_regular_cut(P.n, p_rows))
+    if same:
+        Q = P
+    elif q_rows is not None:
+        Q = Q.with_chunks(_regular_cut(Q.n, q_rows))
+    if p_rows is None and q_rows is None and P.nchunks * Q.nchunks > MAX_TASKS:
+        P, Q = _recut(P, Q, same, dtype, options[2])
+    tasks = P.nchunks * Q.nchunks
+    if tasks > MAX_TASKS:
+        import warnings
+
+        from dask.array.core import PerformanceWarning
+
+        rows = min(block_rows(P, dtype, options[2]), block_rows(Q, dtype, options[2]))
+        warnings.warn(
+            f"[{op}] {tasks:,} block tasks ({P.nchunks:,} x {Q.nchunks:,} row chunks), more "
+            f"than {MAX_TASKS:,}: the graph costs more than its blocks; pass larger p_rows"
+            + ("" if same else " and q_rows") + f" ({rows} rows keep a block within the "
+            "memory budget, 64 MiB when it is 0) or a larger memory_budget",
+            PerformanceWarning, stacklevel=2)
     name = "gausskl-pairwise-kl-" + tokenize(P.token(), Q.token(), same, options)
     dsk = {(name, a, b): (_tasks.pairwise_block, P.form, P.keys(a), P.starts[a], Q.form,
                           Q.keys(b), Q.starts[b], same, options)
            for a in range(P.nchunks) for b in range(Q.nchunks)}
     deps = P.arrays if same else P.arrays + Q.arrays
-    return _array(name, dsk, deps, (P.chunks, Q.chunks), _out_dtype(P, Q))
+    return _array(name, dsk, deps, (P.chunks, Q.chunks), dtype)
+
+
+def _recut(P: Side, Q: Side, same: bool, dtype, memory_budget):
+    """The sides whose chunks make too many blocks recut into chunks of block_rows rows (q = p:
+    both alike)."""
+    if same:
+        rows = block_rows(P, dtype, memory_budget)
+        if P.nchunks > -(-P.n // rows):
+            P = P.with_chunks(_regular_cut(P.n, rows))
+        return P, P
+    for which in ("p", "q"):
+        side = P if which == "p" else Q
+        rows = block_rows(side, dtype, memory_budget)
+        if side.nchunks > -(-side.n // rows):
+            side = side.with_chunks(_regular_cut(side.n, rows))
+        P, Q = (side, Q) if which == "p" else (P, side)
+    return P, Q
 
 
 def knn_kl(p, q=None, *, k: int, exclude_self: bool = False, jitter: float = 0.0,
@@ -296,13 +387,7 @@ def to_zarr(arrays, path, *, overwrite: bool = False, client=None, progress: boo
                                    compute=False))
         compute_all(writes, client, progress)
         _files.finish_zarr_store(temporary)
-        if os.path.exists(path):
-            old = temporary + ".old"
-            os.rename(path, old)
-            os.rename(temporary, path)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(temporary, path)
+        _files.replace(temporary, path)
     except BaseException:
         # Once the tasks still writing are done (compute_all waited for them; the removal waits
         # for a write under way, and a later one writes nothing).

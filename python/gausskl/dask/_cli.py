@@ -257,8 +257,11 @@ def run(args, client, show):
         if args.q is None:
             q_rows = p_rows
         p, q = _gaussians(args, p_arrays, q_arrays, p_rows, q_rows, dtype)
+        # Rows the user chose are kept (a graph beyond gk.dask.MAX_TASKS then warns).
         kl = gk.dask.pairwise_kl(p, q, jitter=args.jitter, tolerance=args.tolerance,
-                                 memory_budget=args.memory_budget, threads=args.threads)
+                                 memory_budget=args.memory_budget, threads=args.threads,
+                                 p_rows=args.chunk_rows,
+                                 q_rows=args.q_chunk_rows if args.q else None)
         kl = kl.astype(out_dtype, copy=False)
         if out.rstrip("/").endswith(".zarr"):
             to_zarr(kl, out.rstrip("/"), overwrite=True, client=client, progress=show)

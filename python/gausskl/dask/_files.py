@@ -231,17 +231,66 @@ def temporary_beside(path: str) -> str:
     return os.path.join(parent, f".{os.path.basename(path)}.partial-{uuid.uuid4().hex[:8]}")
 
 
-def replace(temporary: str, path: str):
-    """Moves a finished output into place (a directory store replaces the old one)."""
-    if os.path.isdir(path) and not os.path.islink(path):
-        import shutil
+def _exchange(a: str, b: str) -> bool:
+    """Swaps the two paths in one step (Linux renameat2 RENAME_EXCHANGE); False where the
+    system or the file system has no such call."""
+    import ctypes
+    import errno
 
-        old = temporary + ".old"
-        os.rename(path, old)
-        os.rename(temporary, path)
-        shutil.rmtree(old, ignore_errors=True)
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), a, None, b)
+
+
+def _sync(path: str):
+    """Its data (a file) or its entries (a directory) on disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _remove(path: str):
+    import shutil
+
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(path)
+
+
+def replace(temporary: str, path: str):
+    """Moves a finished output into place in one step, so that an interruption at any point
+    leaves at path the old output or the new one whole: a file by rename(2) once its data is
+    on disk; a store (a directory), or anything over a directory, by exchanging the two paths
+    (the old output, then at the temporary name, is removed after). Only where the file system
+    cannot exchange is there a moment between two renames with neither at path (the old one
+    is then at temporary + ".old")."""
+    if os.path.isfile(temporary):
+        _sync(temporary)
+    over_dir = os.path.isdir(path) and not os.path.islink(path)
+    if os.path.lexists(path) and (over_dir or os.path.isdir(temporary)):
+        if _exchange(temporary, path):
+            _remove(temporary)
+        else:
+            old = temporary + ".old"
+            os.rename(path, old)
+            os.rename(temporary, path)
+            _remove(old)
     else:
         os.replace(temporary, path)
+    _sync(os.path.dirname(os.path.abspath(path)))
 
 
 # A temporary Zarr store is live while the file LIVE in it exists. Each chunk is written holding a
