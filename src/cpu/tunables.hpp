@@ -335,11 +335,6 @@ inline constexpr std::size_t kBufferKeptBytes = std::size_t{16} << 20;
 // update is at its speed, and stays small beside the D x D scatter it feeds.
 inline constexpr std::int64_t kMomentChunkBytes = std::int64_t{16} << 20;
 
-// Rows of the scatter per panel of scatter_add (moments/scatter.cpp): a dgemm for the panel's
-// rectangle left of the diagonal and a dsyrk for its diagonal block; small enough that the
-// dsyrk part (panel / D of the work) is minor, large enough for the dgemm's blocking.
-inline constexpr std::int64_t kMomentPanel = 256;
-
 // Updates of rows with fewer features than this run dsyrk on the calling thread alone: a chunk's
 // rank-k update (rows x D^2 / 2 multiply-adds) is then too small to split.
 inline constexpr std::int64_t kMomentParallelMinD = 64;
