@@ -126,7 +126,8 @@ void run_fit(const FitArgs& args) {
   std::unique_ptr<MomentAccumulator> acc;
   call_library("fit", {},
                [&] { acc = std::make_unique<MomentAccumulator>(d, family, args.threads); });
-  Progress progress("fit", !args.quiet && isatty(fileno(stderr)));
+  Progress progress("fit", !args.quiet && isatty(fileno(stderr)) ? Progress::Mode::terminal
+                                                                 : Progress::Mode::off);
   if (rows->dtype() == io::DType::float32) {
     add_rows<float>(*rows, *acc, progress);
   } else {

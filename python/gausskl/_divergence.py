@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import math
 
-from gausskl import _arrays, _events, _ext, _options, _progress
+from gausskl import _arrays, _ext, _options, _progress
 from gausskl._distributions import DiagGaussian
 from gausskl._errors import for_caller
 from gausskl._jitter import with_hint
-from gausskl._ops import (_GAUSSIANS, NEEDS_GRAD, TORCH_PATH, _as_gaussian, _knn_k, _Request, kl,
-                          knn_kl, pairs_inputs, pairwise_kl)
+from gausskl._ops import (NEEDS_GRAD, TORCH_PATH, _knn_k, _Request, kl, knn_kl, pairs_inputs,
+                          pairwise_kl, rowwise_inputs)
 
 KINDS = tuple(_ext.DIVERGENCES)
 
@@ -165,14 +165,7 @@ def divergence(p, q, kind: str = "kl", alpha: float | None = None, *, jitter: fl
         if kind == "kl":
             return kl(p, q, jitter=jitter, memory_budget=memory_budget, threads=threads,
                       torch_path=torch_path)
-        if p.__class__ not in _GAUSSIANS:
-            p = _as_gaussian("divergence", "p", p)
-        if q.__class__ not in _GAUSSIANS:
-            q = _as_gaussian("divergence", "q", q)
-        if p is not p0 or q is not q0:
-            p, q = _events.scalar_normals((p0, q0), p, q)
-        if p.d != q.d:
-            p, q = _events.match("divergence", (p0, q0), p, q)
+        p, q = rowwise_inputs("divergence", p, q)
         jitter, memory_budget, threads = _options.common("divergence", jitter, memory_budget,
                                                          threads)
         request = _DivergenceRequest(kind, a, p, q, threads=threads, jitter=jitter,

@@ -53,6 +53,33 @@ def _as_gaussian(op: str, side: str, x) -> Gaussian:
     )
 
 
+def rowwise_inputs(op: str, p, q):
+    """The row-wise ops' p and q as gausskl batches, Ds matched as torch's (a size-1 diagonal
+    event broadcast)."""
+    p0, q0 = p, q
+    if p.__class__ not in _GAUSSIANS:
+        p = _as_gaussian(op, "p", p)
+    if q.__class__ not in _GAUSSIANS:
+        q = _as_gaussian(op, "q", q)
+    if p is not p0 or q is not q0:
+        p, q = _events.scalar_normals((p0, q0), p, q)
+    if p._spec[1].shape[-1] != q._spec[1].shape[-1]:
+        p, q = _events.match(op, (p0, q0), p, q)
+    return p, q
+
+
+def _pairs_options(op: str, jitter, memory_budget, threads, tolerance):
+    """The all-pairs ops' checked options; the defaults pass untouched (a training step's call)."""
+    if (jitter.__class__ is not float or jitter or memory_budget or threads
+            or threads.__class__ is not int):
+        jitter, memory_budget, threads = _options.common(op, jitter, memory_budget, threads)
+    else:
+        memory_budget = 0
+    if tolerance.__class__ is not float or tolerance:
+        tolerance = _options.tolerance(op, tolerance)
+    return jitter, memory_budget, threads, tolerance
+
+
 def pairs_inputs(op: str, p, q):
     """The all-pairs ops' p and q as gausskl batches (q None: q = p), Ds matched as torch's."""
     p0, q0 = p, q
@@ -386,14 +413,9 @@ def kl(p, q, *, jitter: float = 0.0, memory_budget: int | None = 0, threads: int
     """
     p0, q0 = p, q
     try:
-        if p.__class__ not in _GAUSSIANS:
-            p = _as_gaussian("kl", "p", p)
-        if q.__class__ not in _GAUSSIANS:
-            q = _as_gaussian("kl", "q", q)
-        if p is not p0 or q is not q0:
-            p, q = _events.scalar_normals((p0, q0), p, q)
-        if p._spec[1].shape[-1] != q._spec[1].shape[-1]:
-            p, q = _events.match("kl", (p0, q0), p, q)
+        if (p.__class__ not in _GAUSSIANS or q.__class__ not in _GAUSSIANS
+                or p._spec[1].shape[-1] != q._spec[1].shape[-1]):
+            p, q = rowwise_inputs("kl", p, q)
         if (jitter.__class__ is not float or jitter or memory_budget or threads
                 or threads.__class__ is not int):
             jitter, memory_budget, threads = _options.common("kl", jitter, memory_budget, threads)
@@ -561,13 +583,8 @@ def pairwise_kl(p, q=None, *, jitter: float = 0.0, tolerance: float | None = 0.0
     try:
         op = "pairwise_kl"
         p, q = pairs_inputs(op, p, q)
-        if (jitter.__class__ is not float or jitter or memory_budget or threads
-                or threads.__class__ is not int):
-            jitter, memory_budget, threads = _options.common(op, jitter, memory_budget, threads)
-        else:
-            memory_budget = 0
-        if tolerance.__class__ is not float or tolerance:
-            tolerance = _options.tolerance(op, tolerance)
+        jitter, memory_budget, threads, tolerance = _pairs_options(op, jitter, memory_budget,
+                                                                   threads, tolerance)
         if (p._torch or (q is not None and q._torch)) and _arrays.traced("pairwise_kl"):
             return _compiled("pairwise_kl")(p, q, jitter, tolerance, memory_budget, threads)
         try:
@@ -656,13 +673,8 @@ def knn_kl(p, q=None, k: int | None = None, *, exclude_self: bool = False, jitte
         op = "knn_kl"
         k = _knn_k(op, q, k)
         p, q = pairs_inputs(op, p, q)
-        if (jitter.__class__ is not float or jitter or memory_budget or threads
-                or threads.__class__ is not int):
-            jitter, memory_budget, threads = _options.common(op, jitter, memory_budget, threads)
-        else:
-            memory_budget = 0
-        if tolerance.__class__ is not float or tolerance:
-            tolerance = _options.tolerance(op, tolerance)
+        jitter, memory_budget, threads, tolerance = _pairs_options(op, jitter, memory_budget,
+                                                                   threads, tolerance)
         k = _options.integer(op, "k", k, _options.INT64_MAX, "2^63 - 1")
         exclude_self = bool(exclude_self)
         request = _Request(op, p, q, threads=threads, jitter=jitter, budget=memory_budget,
