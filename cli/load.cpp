@@ -99,8 +99,8 @@ std::string missing_hint(const Side& side, const Keys& keys,
   };
   if (ignored("sigma") && (ignored("mu") || side.arrays.count("mean"))) {
     const std::string mean = ignored("mu") ? "mean=mu" : keys.mapping_of("mean");
-    return "; " + side.file + " holds " + quoted_list(side.ignored) + " (not read; " +
-           keys.flag() + " " + (mean.empty() ? "" : mean + ",") +
+    return "; " + side.file + " holds " + quoted_list(side.ignored) + " (not read; " + keys.flag() +
+           " " + (mean.empty() ? "" : mean + ",") +
            "covariance=sigma reads pytorch-fid's statistics, whose sigma is the covariance "
            "[D, D], not a std)";
   }
