@@ -151,3 +151,17 @@ def mp_kl_low_rank(m1, w1, d1, m2, w2, d2):
     tr = sum((inv * S1)[k, k] for k in range(d))
     maha = (diff.T * inv * diff)[0, 0]
     return (tr + maha - d + mpmath.log(mpmath.det(S2)) - mpmath.log(mpmath.det(S1))) / 2
+
+
+def run_readme_python(start: str, end: str) -> dict:
+    """Runs the first ```python block of README.md between the headings start and end, as
+    pasted; returns the names it defined."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme[readme.index(start):readme.index(end)]
+    code = section[section.index("```python\n") + 10:]
+    code = code[:code.index("```")]
+    namespace = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    return namespace

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import gausskl as gk
-from conftest import needs_torch
+from conftest import needs_torch, run_readme_python
 
 
 # Every module whose docstrings hold examples; each example makes its own data, so it runs as
@@ -169,14 +169,7 @@ def test_public_stub_names_the_api():
 @needs_torch
 def test_readme_python_snippet_runs_as_pasted():
     """The README's Python example, executed as written (its variables defined in it)."""
-    from pathlib import Path
-
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme[readme.index("## Python"):readme.index("## C++")]
-    code = section[section.index("```python\n") + 10:]
-    code = code[:code.index("```")]
-    namespace = {}
-    exec(compile(code, "README.md", "exec"), namespace)
+    namespace = run_readme_python("## Python", "## C++")
     assert tuple(namespace["kl"].shape) == (100, 100)
     assert namespace["mu"].grad.shape == (128, 32) and namespace["E"].grad.shape == (5, 6)
     assert tuple(namespace["idx"].shape) == (3, 10)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import gausskl as gk
-from conftest import needs_torch
+from conftest import needs_torch, run_readme_python
 
 
 def features(rng, n, d, mean=0.0, std=1.0, dtype=np.float64):
@@ -211,12 +211,5 @@ def test_errors(rng):
 
 def test_readme_fid_snippet_runs_as_pasted():
     """The README's "FID from features" Python example, executed as written."""
-    from pathlib import Path
-
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme[readme.index("## FID from features"):readme.index("## C++")]
-    code = section[section.index("```python\n") + 10:]
-    code = code[:code.index("```")]
-    env = {}
-    exec(compile(code, "README.md", "exec"), env)
+    env = run_readme_python("## FID from features", "## C++")
     assert np.isfinite(env["fid"]) and env["fid"] > 0
