@@ -11,10 +11,8 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from gausskl import _arrays, _ext
-from gausskl._distributions import DiagGaussian
+from gausskl._distributions import DiagGaussian, _broadcast_event
 
 _INDEPENDENT = "Independent(Normal(loc, scale), 1)"
 
@@ -46,12 +44,7 @@ def match(op: str, dists, p, q, widen: bool = True):
 
 
 def _widen(g, d: int):
-    return g._replace([_expand_last(a, d) for a in g._spec[1:]])
-
-
-def _expand_last(a, d: int):
-    shape = (*a.shape[:-1], d)
-    return a.expand(shape) if _arrays.is_torch(a) else np.broadcast_to(a, shape)
+    return g._replace([_broadcast_event(a, (*a.shape[:-1], d)) for a in g._spec[1:]])
 
 
 def _is_normal(x) -> bool:
