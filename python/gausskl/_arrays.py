@@ -250,22 +250,14 @@ def widened_symmetric(a, k: str):
     w = converted(a, k)
     if k != FLOAT64 or kind(a) != FLOAT32 or w.shape[-1] < 2:
         return w
-    if is_torch(w):
-        torch = torch_module()
-        lower = torch.tril(w, -1)
-        mirrored = torch.tril(w) + lower.transpose(-1, -2)
-        diag = torch.diagonal(w, dim1=-2, dim2=-1).abs()
-        scale = torch.maximum(torch.maximum(w.abs(), w.transpose(-1, -2).abs()),
-                              (diag[..., :, None] * diag[..., None, :]).sqrt())
-        ok = bool(((w - w.transpose(-1, -2)).abs() <= _SQRT_EPS32 * scale).all())
-        return w + (mirrored - w).detach() if ok else w
-    wt = np.swapaxes(w, -1, -2)
-    diag = np.abs(np.diagonal(w, axis1=-2, axis2=-1))
-    scale = np.maximum(np.maximum(np.abs(w), np.abs(wt)),
-                       np.sqrt(diag[..., :, None] * diag[..., None, :]))
-    if not (np.abs(w - wt) <= _SQRT_EPS32 * scale).all():
+    xp = torch_module() if is_torch(w) else np  # the same operations in both
+    wt = w.swapaxes(-1, -2)
+    diag = abs(w.diagonal(0, -2, -1))
+    scale = xp.maximum(xp.maximum(abs(w), abs(wt)), (diag[..., :, None] * diag[..., None, :]) ** 0.5)
+    if not bool((abs(w - wt) <= _SQRT_EPS32 * scale).all()):
         return w
-    return np.tril(w) + np.swapaxes(np.tril(w, -1), -1, -2)
+    mirrored = xp.tril(w) + xp.tril(w, -1).swapaxes(-1, -2)
+    return w + (mirrored - w).detach() if xp is not np else mirrored
 
 
 _SQRT_EPS32 = float(np.sqrt(np.finfo(np.float32).eps))
