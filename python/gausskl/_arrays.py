@@ -253,7 +253,8 @@ def widened_symmetric(a, k: str):
     xp = torch_module() if is_torch(w) else np  # the same operations in both
     wt = w.swapaxes(-1, -2)
     diag = abs(w.diagonal(0, -2, -1))
-    scale = xp.maximum(xp.maximum(abs(w), abs(wt)), (diag[..., :, None] * diag[..., None, :]) ** 0.5)
+    scale = xp.maximum(xp.maximum(abs(w), abs(wt)),
+                       (diag[..., :, None] * diag[..., None, :]) ** 0.5)
     if not bool((abs(w - wt) <= _SQRT_EPS32 * scale).all()):
         return w
     mirrored = xp.tril(w) + xp.tril(w, -1).swapaxes(-1, -2)
