@@ -24,7 +24,15 @@ struct Slot {
 constexpr int kSlots = 64;
 Slot slots[kSlots];
 
+// Threads inside a HandledSignalsBlocked section. The signal may be delivered to another thread
+// (one the process did not make ours: a BLAS's pool), whose handler must not run while a file is
+// created but not yet registered: it waits for the section to end.
+std::atomic<int> sections{0};
+static_assert(std::atomic<int>::is_always_lock_free, "the signal handler reads the count");
+
 extern "C" void remove_temporaries_and_die(int signal) {
+  while (sections.load(std::memory_order_acquire) > 0) {
+  }
   for (Slot& slot : slots) {
     if (slot.state.load(std::memory_order_acquire) == kLive) ::unlink(slot.path);
   }
@@ -65,9 +73,11 @@ void unregister_temporary(int slot) {
 HandledSignalsBlocked::HandledSignalsBlocked() {
   const sigset_t set = handled_signals();
   pthread_sigmask(SIG_BLOCK, &set, &previous_);
+  sections.fetch_add(1, std::memory_order_acq_rel);
 }
 
 HandledSignalsBlocked::~HandledSignalsBlocked() {
+  sections.fetch_sub(1, std::memory_order_acq_rel);
   pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
 }
 

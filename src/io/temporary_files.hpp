@@ -22,7 +22,8 @@ int register_temporary(const std::string& path);
 void unregister_temporary(int slot);
 
 // Blocks the signals the handler catches in the calling thread while it lives, so that a file
-// can be created and registered with no signal in between.
+// can be created and registered with no signal in between; a handler running on another thread
+// meanwhile waits for it to end.
 class HandledSignalsBlocked {
  public:
   HandledSignalsBlocked();
