@@ -127,6 +127,7 @@ from gausskl._errors import (GaussKLError, InputError, MemoryBudgetError,
                              NotPositiveDefiniteError, OptionError, ResourceError)
 from gausskl._ext import version as _library_version
 from gausskl._frechet import frechet_distance
+from gausskl._frechet_features import frechet_from_features
 from gausskl._from_torch import from_torch
 from gausskl._jitter import JitterWarning
 from gausskl._moments import MomentAccumulator, fit_gaussian
@@ -159,6 +160,7 @@ __all__ = [
     "divergence",
     "fit_gaussian",
     "frechet_distance",
+    "frechet_from_features",
     "from_torch",
     "kl",
     "kl_standard_normal",

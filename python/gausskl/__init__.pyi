@@ -153,6 +153,20 @@ def frechet_distance(
     threads: int = 0,
     torch_path: Optional[bool] = None,
 ) -> Union[Array, Tuple[Array, dict[str, np.ndarray]]]: ...
+def frechet_from_features(
+    x: Union[ArrayLike, FullGaussian, DiagGaussian],
+    y: Union[ArrayLike, FullGaussian, DiagGaussian],
+    *,
+    ddof: int = 1,
+    bootstrap: int = 0,
+    fd_infinity: bool = False,
+    points: int = 15,
+    smallest: Optional[int] = None,
+    seed: Any = None,
+    chunk_rows: int = 4096,
+    threads: int = 0,
+    progress: Union[bool, Callable[[int, int], Any], None] = None,
+) -> Union[float, Tuple[float, dict[str, Any]]]: ...
 def fit_gaussian(
     x: ArrayLike, ddof: int = 1, *, family: str = "full", threads: int = 0
 ) -> Union[FullGaussian, DiagGaussian]: ...

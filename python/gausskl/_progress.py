@@ -24,11 +24,15 @@ def _duration(seconds: float) -> str:
     return f"{s // 3600} h {s // 60 % 60:02d} min"
 
 
+def _rate(rate: float) -> str:
+    return f"{rate:,.0f}" if rate >= 10 else f"{rate:.2g}"  # 0.4 distances/s, not 0
+
+
 class Lines:
     """progress=True: a line per EVERY_SECONDS on a stream (sys.stderr as it is when called)."""
 
-    def __init__(self, op: str, every: float | None = None, stream=None):
-        self.op, self.stream = op, stream
+    def __init__(self, op: str, every: float | None = None, stream=None, unit: str = "rows"):
+        self.op, self.stream, self.unit = op, stream, unit
         self.every = EVERY_SECONDS if every is None else every
         self.start = self.last = time.monotonic()
 
@@ -40,21 +44,22 @@ class Lines:
         elapsed = max(now - self.start, 1e-9)
         rate = done / elapsed
         if done >= total:
-            line = f"[{self.op}] {total:,} rows done in {_duration(elapsed)} ({rate:,.0f} rows/s)"
+            line = (f"[{self.op}] {total:,} {self.unit} done in {_duration(elapsed)} "
+                    f"({_rate(rate)} {self.unit}/s)")
         else:
             left = (total - done) / rate if rate > 0 else float("inf")
-            line = (f"[{self.op}] {done:,} / {total:,} rows ({100 * done / total:.0f}%), "
-                    f"{rate:,.0f} rows/s, about {_duration(left)} left")
+            line = (f"[{self.op}] {done:,} / {total:,} {self.unit} ({100 * done / total:.0f}%), "
+                    f"{_rate(rate)} {self.unit}/s, about {_duration(left)} left")
         stream = self.stream if self.stream is not None else sys.stderr
         print(line, file=stream, flush=True)
 
 
-def callback(op: str, progress):
+def callback(op: str, progress, unit: str = "rows"):
     """The callable the extension calls, or None: progress is None/False, True, or a callable."""
     if progress is None or progress is False:
         return None
     if progress is True:
-        return Lines(op)
+        return Lines(op, unit=unit)
     if callable(progress):
         return progress
     raise TypeError(f"[{op}] progress must be True, False, None or a callable f(done, total), "
