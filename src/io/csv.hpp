@@ -14,9 +14,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "io/array.hpp"
+#include "io/csv_fields.hpp"
 #include "io/memory_allowance.hpp"
 
 namespace gausskl::io {
@@ -38,6 +40,29 @@ struct CsvTable {
   // use them.
   CsvNames comment;
   Array values;  // [rows, columns], float64, the header excluded
+};
+
+// Parses a CSV file's text in pieces, each ending at a line end (or the file's end), so that a
+// file larger than memory can be streamed (gausskl fit): the rules and messages above, with
+// line numbers counted across the pieces.
+class CsvRowParser {
+ public:
+  explicit CsvRowParser(std::string where);
+  // Appends each row's values (the header and pandas' row labels excluded) to `values`;
+  // returns the number of rows added.
+  std::int64_t feed(std::string_view text, std::vector<double>& values);
+  std::int64_t rows() const { return rows_; }
+  std::int64_t columns() const;  // of values; 0 before the first row
+  const std::string& where() const { return where_; }
+  // The table of all rows fed, their values in `values`; "no values" is an error.
+  CsvTable finish(std::vector<double>&& values);
+
+ private:
+  std::string where_;
+  CsvTable table_;
+  CsvSeparator separator_ = CsvSeparator::comma;
+  std::string last_comment_;  // a copy: the piece it was in may be gone
+  std::int64_t rows_ = 0, columns_ = -1, first_line_ = 0, line_number_ = 0, comment_line_ = 0;
 };
 
 // With `allowance`, the text's bytes and room for the values it can hold (one per run of

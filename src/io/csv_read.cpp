@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <charconv>
+#include <utility>
 
 #include "io/csv.hpp"
 #include "io/csv_fields.hpp"
@@ -102,6 +103,90 @@ CsvNames comment_names(std::string_view comment, std::int64_t line) {
 
 }  // namespace
 
+CsvRowParser::CsvRowParser(std::string where) : where_(std::move(where)) {}
+
+std::int64_t CsvRowParser::feed(std::string_view text, std::vector<double>& values) {
+  std::vector<std::string_view> fields;
+  const std::int64_t rows_before = rows_;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t newline = text.find('\n', pos);
+    if (newline == std::string_view::npos) newline = text.size();
+    std::string_view row = text.substr(pos, newline - pos);
+    pos = newline + 1;
+    ++line_number_;
+    if (!row.empty() && row.back() == '\r') row.remove_suffix(1);
+    const bool leading_tab = row.find_first_not_of(' ') != std::string_view::npos &&
+                             row[row.find_first_not_of(' ')] == '\t';
+    row = trim_blanks(row);
+    if (row.empty()) continue;
+    if (row.front() == '#') {
+      last_comment_ = row;
+      comment_line_ = line_number_;
+      continue;
+    }
+    if (columns_ < 0) {
+      separator_ = detect_separator(row);
+      first_line_ = line_number_;
+    }
+    const CsvLine line{where_, line_number_, first_line_};
+    split_fields(row, separator_, line, fields);
+    if (columns_ < 0 && leading_tab && separator_ != CsvSeparator::comma) {
+      // pandas' to_csv(sep="\t") starts its header with the index's empty name: the tab trimmed
+      // above separated it.
+      std::vector<std::string_view> labelled;
+      split_fields(row, CsvSeparator::tab, line, labelled);
+      labelled.insert(labelled.begin(), std::string_view());
+      if (row_labels_header(labelled)) {
+        fields = std::move(labelled);
+        separator_ = CsvSeparator::tab;
+      }
+    }
+    const auto count = static_cast<std::int64_t>(fields.size());
+    if (columns_ < 0) {
+      columns_ = count;
+      table_.row_labels = row_labels_header(fields);
+      if (table_.row_labels || all_names(fields)) {
+        table_.header.line = line_number_;
+        table_.header.first_column = table_.row_labels ? 2 : 1;
+        for (std::size_t k = table_.row_labels ? 1 : 0; k < fields.size(); ++k)
+          table_.header.names.emplace_back(fields[k]);
+        continue;
+      }
+      if (comment_line_ == line_number_ - 1) {
+        table_.comment = comment_names(last_comment_, comment_line_);
+        // "# written by hand" is a remark, not names: names must be one per column.
+        if (static_cast<std::int64_t>(table_.comment.names.size()) != count) table_.comment = {};
+      }
+    } else if (count != columns_) {
+      const std::string first = std::to_string(first_line_), expected = std::to_string(columns_);
+      throw_read_error(
+          where_, "line " + std::to_string(line_number_) + " has " + count_text(count) +
+                      (table_.header.line
+                           ? ", the header on line " + first + " names " + expected + " columns"
+                           : ", line " + first + " has " + expected));
+    }
+    // pandas' row labels (numbers or not) are not read.
+    for (std::int64_t k = table_.row_labels ? 1 : 0; k < count; ++k)
+      values.push_back(parse_value(fields[static_cast<std::size_t>(k)], line, k + 1));
+    ++rows_;
+  }
+  return rows_ - rows_before;
+}
+
+std::int64_t CsvRowParser::columns() const {
+  return columns_ < 0 ? 0 : columns_ - (table_.row_labels ? 1 : 0);
+}
+
+CsvTable CsvRowParser::finish(std::vector<double>&& values) {
+  if (rows_ == 0) {
+    throw_read_error(where_, table_.header.line ? "a header row and no values" : "no values");
+  }
+  table_.values.shape = {rows_, columns()};
+  table_.values.data = std::move(values);
+  return std::move(table_);
+}
+
 CsvTable parse_csv_table(std::string_view text, const std::string& where,
                          MemoryAllowance* allowance) {
   std::vector<double> values;
@@ -111,79 +196,9 @@ CsvTable parse_csv_table(std::string_view text, const std::string& where,
     allowance->take(most * static_cast<std::int64_t>(sizeof(double)), "read", where);
     values.reserve(static_cast<std::size_t>(most));
   }
-  CsvTable table;
-  CsvSeparator separator = CsvSeparator::comma;
-  std::vector<std::string_view> fields;
-  std::string_view last_comment;
-  std::int64_t rows = 0, columns = -1, first_line = 0, line_number = 0, comment_line = 0;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    std::size_t newline = text.find('\n', pos);
-    if (newline == std::string_view::npos) newline = text.size();
-    std::string_view row = text.substr(pos, newline - pos);
-    pos = newline + 1;
-    ++line_number;
-    if (!row.empty() && row.back() == '\r') row.remove_suffix(1);
-    const bool leading_tab = row.find_first_not_of(' ') != std::string_view::npos &&
-                             row[row.find_first_not_of(' ')] == '\t';
-    row = trim_blanks(row);
-    if (row.empty()) continue;
-    if (row.front() == '#') {
-      last_comment = row;
-      comment_line = line_number;
-      continue;
-    }
-    if (columns < 0) {
-      separator = detect_separator(row);
-      first_line = line_number;
-    }
-    const CsvLine line{where, line_number, first_line};
-    split_fields(row, separator, line, fields);
-    if (columns < 0 && leading_tab && separator != CsvSeparator::comma) {
-      // pandas' to_csv(sep="\t") starts its header with the index's empty name: the tab trimmed
-      // above separated it.
-      std::vector<std::string_view> labelled;
-      split_fields(row, CsvSeparator::tab, line, labelled);
-      labelled.insert(labelled.begin(), std::string_view());
-      if (row_labels_header(labelled)) {
-        fields = std::move(labelled);
-        separator = CsvSeparator::tab;
-      }
-    }
-    const auto count = static_cast<std::int64_t>(fields.size());
-    if (columns < 0) {
-      columns = count;
-      table.row_labels = row_labels_header(fields);
-      if (table.row_labels || all_names(fields)) {
-        table.header.line = line_number;
-        table.header.first_column = table.row_labels ? 2 : 1;
-        for (std::size_t k = table.row_labels ? 1 : 0; k < fields.size(); ++k)
-          table.header.names.emplace_back(fields[k]);
-        continue;
-      }
-      if (comment_line == line_number - 1) {
-        table.comment = comment_names(last_comment, comment_line);
-        // "# written by hand" is a remark, not names: names must be one per column.
-        if (static_cast<std::int64_t>(table.comment.names.size()) != count) table.comment = {};
-      }
-    } else if (count != columns) {
-      const std::string first = std::to_string(first_line), expected = std::to_string(columns);
-      throw_read_error(where, "line " + std::to_string(line_number) + " has " + count_text(count) +
-                                  (table.header.line ? ", the header on line " + first + " names " +
-                                                           expected + " columns"
-                                                     : ", line " + first + " has " + expected));
-    }
-    // pandas' row labels (numbers or not) are not read.
-    for (std::int64_t k = table.row_labels ? 1 : 0; k < count; ++k)
-      values.push_back(parse_value(fields[static_cast<std::size_t>(k)], line, k + 1));
-    ++rows;
-  }
-  if (rows == 0) {
-    throw_read_error(where, table.header.line ? "a header row and no values" : "no values");
-  }
-  table.values.shape = {rows, columns - (table.row_labels ? 1 : 0)};
-  table.values.data = std::move(values);
-  return table;
+  CsvRowParser parser(where);
+  parser.feed(text, values);
+  return parser.finish(std::move(values));
 }
 
 CsvTable read_csv_table(const std::string& path, MemoryAllowance* allowance) {

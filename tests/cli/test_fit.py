@@ -146,3 +146,51 @@ def test_errors_leave_no_output(gausskl, tmp_path, rng):
     assert result.returncode == 2
     assert one_error_line(gausskl("fit", "--x", tmp_path / "one.npy", "-o", "-")).startswith(
         "[fit] -o - is not possible")
+
+
+def _csv_text(x, header=None, newline="\n"):
+    lines = ([header] if header else []) + [",".join(repr(float(v)) for v in row) for row in x]
+    return newline.join(lines)
+
+
+@pytest.mark.parametrize("newline, last", [("\n", "\n"), ("\r\n", ""), ("\n", "")])
+def test_fit_csv_streamed_across_blocks(gausskl, tmp_path, rng, newline, last):
+    # About 4.5 MiB of text: parsed a MiB at a time (cli/fit.cpp, kCsvBlockBytes), lines cut at
+    # the blocks' edges, with or without a last line end, with a header and comment lines.
+    x = features(rng, 40000, 6, mean=3.0)
+    text = "# features of 40000 images\n" + _csv_text(x, "f0,f1,f2,f3,f4,f5", newline) + last
+    (tmp_path / "x.csv").write_text(text)
+    gausskl.ok("fit", "--x", tmp_path / "x.csv", "-o", tmp_path / "s.npz")
+    check_stats(tmp_path / "s.npz", x)
+
+
+def test_fit_csv_errors_name_the_line_past_the_first_block(gausskl, tmp_path, rng):
+    x = features(rng, 40000, 3)
+    lines = _csv_text(x).split("\n")
+    lines[31233] = "1.0,abc,2.0"
+    (tmp_path / "x.csv").write_text("\n".join(lines) + "\n")
+    result = gausskl("fit", "--x", tmp_path / "x.csv", "-o", tmp_path / "s.npz")
+    assert one_error_line(result) == (f"[read] {tmp_path / 'x.csv'}: line 31234, column 2: 'abc' "
+                                      "is not a number")
+    assert not (tmp_path / "s.npz").exists()
+    lines[31233] = "1.0,2.0"
+    (tmp_path / "x.csv").write_text("\n".join(lines) + "\n")
+    result = gausskl("fit", "--x", tmp_path / "x.csv", "-o", tmp_path / "s.npz")
+    assert one_error_line(result) == (f"[read] {tmp_path / 'x.csv'}: line 31234 has 2 values, "
+                                      "line 1 has 3")
+    assert not (tmp_path / "s.npz").exists()
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "no values"), ("a,b\n", "a header row and no values"), ("# only a remark\n", "no values")])
+def test_fit_csv_without_rows(gausskl, tmp_path, text, message):
+    (tmp_path / "x.csv").write_text(text)
+    result = gausskl("fit", "--x", tmp_path / "x.csv", "-o", tmp_path / "s.npz")
+    assert one_error_line(result) == f"[read] {tmp_path / 'x.csv'}: {message}"
+    assert not (tmp_path / "s.npz").exists()
+
+
+def test_fit_csv_ddof_needs_rows(gausskl, tmp_path):
+    (tmp_path / "x.csv").write_text("1,2\n")
+    result = gausskl("fit", "--x", tmp_path / "x.csv", "-o", tmp_path / "s.npz")
+    assert one_error_line(result) == f"[fit] --ddof 1 needs more than 1 rows; {tmp_path / 'x.csv'} has 1"
