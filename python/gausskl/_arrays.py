@@ -51,10 +51,6 @@ def native(x) -> int:
     return 0
 
 
-def is_native(x) -> bool:
-    return native(x) != 0
-
-
 def is_dask(x) -> bool:
     """Whether x is a Dask array (without importing Dask: a Dask array means it is imported).
     Batches keep Dask arrays lazy, as given; gausskl.dask computes them chunk by chunk."""

@@ -26,14 +26,16 @@ import torch
 
 from gausskl import _arrays
 from gausskl import _ext
-from gausskl._distributions import CODES
+from gausskl import _torch_path
+from gausskl._batches import contiguous, flat
+from gausskl._distributions import FORMS, of_code
+from gausskl._jitter import Jitter
 
-# Codes the library differentiates, by family (diagonal; full given by a triangular factor).
-_LIBRARY_FAMILY = {CODES["std"]: "diag", CODES["var"]: "diag", CODES["logvar"]: "diag",
-                   CODES["precision"]: "diag", CODES["scale_tril"]: "tril",
-                   CODES["packed_scale_tril"]: "tril", CODES["packed_log_diagonal"]: "tril"}
-_DIAG = frozenset(c for c, f in _LIBRARY_FAMILY.items() if f == "diag")
-_FACTORED = frozenset((CODES["covariance"], CODES["precision_matrix"]))
+# Codes the library differentiates, by the gradients it has (diagonal; full given by a triangular
+# factor); codes whose matrix the library factors (jitter applies).
+_LIBRARY_FAMILY = {f.code: f.gradients for f in FORMS if f.gradients}
+_DIAG = frozenset(c for c, g in _LIBRARY_FAMILY.items() if g == "diag")
+_FACTORED = frozenset(f.code for f in FORMS if f.factored)
 
 
 def library_rowwise(p, q) -> bool:
@@ -51,10 +53,13 @@ def _tensors(specs):
     slots, tensors = [], []
     for si, spec in enumerate(specs):
         for k in range(1, len(spec)):
-            if _arrays.native(spec[k]) == _arrays.TORCH:
+            if (_NATIVE.get(spec[k].__class__) or _arrays.native(spec[k])) == _TORCH:
                 slots.append((si, k))
                 tensors.append(spec[k])
     return tuple(slots), tensors
+
+
+_NATIVE, _TORCH = _arrays._NATIVE, _arrays.TORCH  # native()'s table, read first
 
 
 def _respec(specs, slots, tensors):
@@ -94,9 +99,7 @@ def _picked(grads, specs, slots, flags, tensors):
 
 def _gaussians(specs):
     """The batches of specs (the slow paths')."""
-    from gausskl._compile import _gaussian
-
-    return [_gaussian(list(s[1:]), s[0]) for s in specs]
+    return [of_code(s[1:], s[0]) for s in specs]
 
 
 def leaves_and_batches(specs, slots, tensors, flags, create_graph):
@@ -138,17 +141,12 @@ def _torch_grads(fn, specs, slots, tensors, flags, grad, create_graph=False):
 
 
 def _rowwise_values_of(*gs):
-    from gausskl import _torch_path
-
     return _torch_path.rowwise_values(gs[0], gs[1] if len(gs) > 1 else None)
 
 
 def _pairwise_values_of(*gs):
-    from gausskl import _torch_path
-    from gausskl._jitter import Jitter
-
-    p = _torch_path._flat(gs[0])
-    q = _torch_path._flat(gs[1]) if len(gs) > 1 else None
+    p = flat(gs[0])
+    q = flat(gs[1]) if len(gs) > 1 else None
     out = _torch_path.pairwise("pairwise_kl", p, q, p._spec[1].dtype, Jitter("pairwise_kl", 0.0))
     return out.reshape(tuple(gs[0]._batch) + tuple(gs[-1]._batch))
 
@@ -210,8 +208,8 @@ class _Kept(torch.autograd.Function):
     @staticmethod
     def forward(ctx, kept, *tensors):
         # The inputs are read only by a backward that differentiates them again: the Kept holds
-        # them with their version counters, checked as torch checks saved tensors (not
-        # save_for_backward: 3 us of a 95 us step, bench/README.md).
+        # them with their version counters, checked as torch checks saved tensors (cheaper than
+        # save_for_backward in a training step, bench/README.md).
         ctx.kept = kept
         return kept.take_values()
 
@@ -268,17 +266,15 @@ class _PairwiseDiag(torch.autograd.Function):
         q = specs[1] if len(specs) > 1 else None
         grads = _ext.pairwise_kl_backward(specs[0], q, grad, needs, ctx.threads)
         if grads.__class__ is int:  # a batch no one stride describes: made contiguous first
-            from gausskl._ops import _contiguous
-
-            flat = [_contiguous(g)._spec for g in _gaussians(specs)]
-            grads = _ext.pairwise_kl_backward(flat[0], flat[1] if q else None, grad, needs,
+            made = [contiguous(g)._spec for g in _gaussians(specs)]
+            grads = _ext.pairwise_kl_backward(made[0], made[1] if q else None, grad, needs,
                                               ctx.threads)
         return (None, None, None, None, *_picked(grads, specs, ctx.slots, flags, tensors))
 
 
-# Function.apply's Python wrapper (binding defaults, a generator over the arguments) is 4 us of
-# a 60 us training step; with no functorch transform active it ends in this C apply, after
-# unwrapping dead functorch wrappers, which the step functions below do for their few tensors.
+# Function.apply's Python wrapper costs a training step (bench/README.md); with no functorch
+# transform active it ends in this C apply, after unwrapping dead functorch wrappers, which the
+# step functions below do for their few tensors.
 _C_APPLY = getattr(getattr(torch._C, "_FunctionBase", None), "__dict__", {}).get("apply")
 _UNWRAP = getattr(getattr(torch._C, "_functorch", None), "unwrap_if_dead", None)
 _TRANSFORMS = getattr(torch._C, "_are_functorch_transforms_active", None)
@@ -383,28 +379,15 @@ def rowwise(op: str, p, q, threads: int, budget: int):
     return _Rowwise.apply(values, specs, slots, threads, *tensors)
 
 
-def _flat(g):
-    """g with its batch as one axis of N rows (torch operations: views where they can be)."""
-    ranks = g._event_ranks()
-    n = g.n
-    arrays = []
-    for a, r in zip(g._spec[1:], ranks):
-        event = tuple(a.shape[a.ndim - r:])
-        arrays.append(a.expand(tuple(g._batch) + tuple(event)).reshape((n, *event)))
-    return g._replace(arrays)
-
-
 def run(request):
-    """The call of a gausskl._ops._Request whose tensors require grad."""
-    from gausskl import _torch_path
-
-    op, gs = request.op, request.gaussians
-    jittered = request.jitter.eps > 0 and any(g._spec[0] in _FACTORED for g in gs)
-    diag_pairs = all(g._spec[0] in _DIAG for g in gs)
+    """The KL call of a gausskl._dispatch.Request whose tensors require grad."""
+    op, p, q = request.op, request.p, request.q
+    jittered = request.jitter.eps > 0 and any(g._spec[0] in _FACTORED for g in request.gaussians)
+    diag_pairs = p._spec[0] in _DIAG and (q is None or q._spec[0] in _DIAG)
     if jittered or (op == "pairwise_kl" and not diag_pairs):
         request.unify()
         return _torch_path.run(request)
-    specs = tuple(g._spec for g in gs)
+    specs = (p._spec,) if q is None else (p._spec, q._spec)
     slots, tensors = _tensors(specs)
     threads = request.threads
 
@@ -418,8 +401,8 @@ def run(request):
     # knn_kl: the chosen pairs' values, differentiable through their row-wise KL.
     request.unify()
     indices, chosen = values()
-    p = _flat(request.p)
-    q = p if request.q is None else _flat(request.q)
+    p = flat(request.p)
+    q = p if request.q is None else flat(request.q)
     k = indices.shape[-1]
     rows = torch.arange(p.n, device=indices.device).repeat_interleave(k)
     cols = indices.reshape(-1)

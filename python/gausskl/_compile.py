@@ -74,7 +74,7 @@ def _eager(op: str, p, q, **options):
     """The eager operation on operator arguments (warnings of the jitter dropped)."""
     import warnings
 
-    from gausskl import _ops
+    from gausskl import _dispatch as _ops
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -236,7 +236,7 @@ def _pairwise_backward_op(p: list[torch.Tensor], p_code: int, q: list[torch.Tens
     grads = _ext.pairwise_kl_backward(specs[0], specs[1] if q else None, grad.contiguous(),
                                       tuple(needs), threads)
     if grads.__class__ is int:  # a batch no one stride describes: made contiguous first
-        from gausskl._ops import _contiguous
+        from gausskl._batches import contiguous as _contiguous
 
         flat = [_contiguous(g)._spec for g in gs]
         grads = _ext.pairwise_kl_backward(flat[0], flat[1] if q else None, grad.contiguous(),
@@ -303,7 +303,7 @@ def _knn_op(p: list[torch.Tensor], p_code: int, q: list[torch.Tensor], q_code: i
             memory_budget: int) -> tuple[torch.Tensor, torch.Tensor]:
     import warnings
 
-    from gausskl import _ops
+    from gausskl import _dispatch as _ops
 
     qg = _gaussian(q, q_code) if q else None
     with warnings.catch_warnings(), torch.no_grad():

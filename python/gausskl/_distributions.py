@@ -17,6 +17,7 @@ Row numbers in error messages count distributions in C order of the batch.
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 
 import numpy as np
 
@@ -27,9 +28,13 @@ DIAG_PARAMS = _ext.DIAG_PARAMS
 FULL_PARAMS = _ext.FULL_PARAMS
 
 # The code of each family and parameterization in a batch's spec, the tuple the extension reads:
-# (code, mean, scale) or (code, mean, cov_factor, cov_diag); the extension's table
-# (python/src/sides.hpp).
+# (code, mean, scale) or (code, mean, cov_factor, cov_diag), and what each code is (FORMS[code]:
+# family, param, arrays, event ranks, factored, the library's gradients): the extension's table
+# (python/src/families.hpp).
 CODES = dict(_ext.CODES)
+Form = namedtuple("Form", ("code", "name", "family", "cls", "param", "log_diagonal", "arrays",
+                           "event_ranks", "factored", "gradients"))
+FORMS = tuple(Form(**record) for record in _ext.FAMILIES)
 
 
 def _one_of(cls: str, named: dict):
@@ -166,7 +171,7 @@ class Gaussian:
         return self.param
 
     def _names(self) -> tuple:
-        return ("mean", "scale")
+        return FORMS[self._spec[0]].arrays
 
     def _replace(self, arrays) -> "Gaussian":
         """The same family and parameterization over other arrays of the same roles (in spec
@@ -179,7 +184,7 @@ class Gaussian:
         return g
 
     def _event_ranks(self) -> tuple:
-        return (1, 1)
+        return FORMS[self._spec[0]].event_ranks
 
 
 def _read(cls: str, mean, scales: dict):
@@ -240,10 +245,9 @@ class DiagGaussian(Gaussian):
     __slots__ = ()
 
     def __init__(self, mean, *args, std=None, var=None, logvar=None, precision=None):
-        # A training step makes its batches on every call, where each Python line costs about 3x
-        # what it does in a tight loop (bench/README.md, "The seeds' own sizes"): the common case,
-        # std or logvar of the mean's shape, both tensors (or both NumPy arrays), is set here in
-        # one pass (and by the class's tp_init in C before this runs: install_diag_init below);
+        # A training step makes its batches on every call (bench/README.md): the common case, std
+        # or logvar of the mean's shape, both tensors (or both NumPy arrays), is set here in one
+        # pass (and by the class's tp_init in C before this runs: install_diag_init below);
         # anything else takes the general path below.
         if logvar is not None:
             param, code, scale = "logvar", _LOGVAR, logvar
@@ -308,9 +312,9 @@ _FLOATS = _arrays.FLOAT_DTYPES  # float32 and float64 of NumPy, and of torch onc
 _TORCH = _arrays.TORCH
 _STD, _LOGVAR = CODES["std"], CODES["logvar"]
 
-# The common case above, in C as the class's tp_init (python/src/diag_init.cpp): the same result,
-# 1.2 us inside a training step where these lines take 2.4 us. __init__ stays the class's, for what
-# calls it by name (torch.compile's tracing, subclasses, CPython 3.13's specialized calls).
+# The common case above, in C as the class's tp_init (python/src/diag_init.cpp): the same result
+# at half the cost. __init__ stays the class's, for what calls it by name (torch.compile's
+# tracing, subclasses, CPython 3.13's specialized calls).
 _ext.install_diag_init(DiagGaussian, _NATIVE, _FLOATS, _TORCH, _STD, _LOGVAR)
 
 
@@ -428,9 +432,6 @@ class FullGaussian(Gaussian):
     def _describe(self) -> str:
         return self.param + (", log_diagonal" if self.log_diagonal else "")
 
-    def _event_ranks(self) -> tuple:
-        return (1, 1 if self.param == "packed_scale_tril" else 2)
-
 
 class LowRankGaussian(Gaussian):
     """Gaussians with low rank + diagonal covariance: ``N(mean_i, W_i W_i^T + diag(d_i))``.
@@ -503,11 +504,18 @@ class LowRankGaussian(Gaussian):
     def _describe(self) -> str:
         return f"R={self.rank}"
 
-    def _names(self) -> tuple:
-        return ("mean", "cov_factor", "cov_diag")
-
-    def _event_ranks(self) -> tuple:
-        return (1, 2, 1)
-
 
 FAMILIES = (DiagGaussian, FullGaussian, LowRankGaussian)
+_CLASSES = {cls.__name__: cls for cls in FAMILIES}
+
+
+def of_code(arrays, code: int) -> Gaussian:
+    """The batch of a spec's arrays (mean first) and code, made by its family's constructor."""
+    form = FORMS[code]
+    cls = _CLASSES[form.cls]
+    # Each array by its keyword: the parameterization's name for the scale, else its own.
+    named = {form.param if name == "scale" else name: a
+             for name, a in zip(form.arrays[1:], arrays[1:])}
+    if form.log_diagonal:
+        named["log_diagonal"] = True
+    return cls(arrays[0], **named)

@@ -1,4 +1,5 @@
-"""gk.divergence, gk.pairwise, gk.knn of the kinds other than KL (docs/divergences.md).
+"""gk.divergence, gk.pairwise, gk.knn: the kind a parameter, kl by gausskl._ops
+(docs/divergences.md).
 
 The library computes every value on the CPU (exact in double, all nine family pairs). Tensors
 with ``requires_grad`` get the library's values forward and the gradient of the same closed
@@ -12,14 +13,11 @@ from __future__ import annotations
 
 import math
 
-from gausskl import _arrays, _ext, _options, _progress
-from gausskl._distributions import DiagGaussian
+from gausskl import _options, _progress
+from gausskl._dispatch import KINDS, Request
 from gausskl._errors import for_caller
 from gausskl._jitter import with_hint
-from gausskl._ops import (NEEDS_GRAD, TORCH_PATH, _knn_k, _Request, kl, knn_kl, pairs_inputs,
-                          pairwise_kl, rowwise_inputs)
-
-KINDS = tuple(_ext.DIVERGENCES)
+from gausskl._ops import _knn_k, kl, knn_kl, pairs_inputs, pairwise_kl, rowwise_inputs
 
 
 def _check_kind(kind, alpha, op="divergence") -> float:
@@ -41,78 +39,6 @@ def _check_kind(kind, alpha, op="divergence") -> float:
     if not (math.isfinite(a) and a > 0 and a != 1):
         raise ValueError(f"[{op}] alpha {rule}, found {alpha!r}")
     return a
-
-
-def _transformed(op, kind) -> bool:
-    """Whether torch.func.grad (jvp, ...) is active: its wrapped tensors have no memory the
-    library could read, so the call takes the torch path. torch.func.vmap is not supported yet
-    for these kinds (the torch path's checks read values: data-dependent control flow)."""
-    if not _arrays.transformed():
-        return False
-    import torch
-
-    functorch = torch._C._functorch
-    if any(i.key() == functorch.TransformType.Vmap for i in functorch.get_interpreter_stack()):
-        raise NotImplementedError(
-            f"[{op}] kind={kind!r}: torch.func.vmap is not supported yet for the kinds other "
-            "than kl; loop over the batch, or give the batch to one call (batch shapes "
-            "broadcast)")
-    return True
-
-
-class _DivergenceRequest(_Request):
-    def __init__(self, kind, alpha, p, q, **kwargs):
-        super().__init__("divergence", p, q, **kwargs)
-        self.kind, self.alpha = kind, alpha
-
-    def _library(self, for_grad):
-        return _ext.divergence(self.p._spec, self.q._spec, KINDS.index(self.kind), self.alpha,
-                               self.threads, self.jitter.eps, self.budget, self.torch_path,
-                               for_grad)
-
-    def run(self, got=None):
-        if got is None:
-            got = self.library()
-        converted = False
-        while got.__class__ is int:
-            transformed = _transformed(self.op, self.kind)
-            if got in (NEEDS_GRAD, TORCH_PATH) or transformed:
-                return self.finish(self.with_grad(got == NEEDS_GRAD and not transformed))
-            if converted:
-                raise RuntimeError("[divergence] internal error: inputs not readable after "
-                                   "conversion")
-            self.convert()
-            converted = True
-            got = self.library()
-        return self.finish(self.values(got))
-
-    def with_grad(self, on_host):
-        """Tensors with gradients on the CPU (on_host), or the torch path."""
-        from gausskl import _divergence_torch as dt
-
-        torch = self.unify()
-        if not on_host or (self.jitter.eps and any(map(dt.factored, self.gaussians))):
-            # As gk.kl: a jitter on matrices the library would factor runs in torch operations
-            # forward and backward (a backward factoring again could jitter other matrices).
-            _options.check_torch_path(self.op, self.jitter, 0.0, self.budget)
-            return dt.rowwise(self.op, self.kind, self.alpha, self.p, self.q,
-                              self.jitter).to(self.out_dtype())
-        exact = torch.as_tensor(self.values(self.library(for_grad=True))).to(self.out_dtype())
-        if isinstance(self.p, DiagGaussian) and isinstance(self.q, DiagGaussian):
-            formula = dt.diag_pair(self.kind, self.alpha, *dt.sigma_terms(self.p),
-                                   *dt.sigma_terms(self.q))
-        else:
-            formula = dt.rowwise(self.op, self.kind, self.alpha, self.p, self.q, None,
-                                 check=False)
-        formula = formula.to(exact.dtype)
-        # The library's values forward, the formula's gradient backward.
-        return exact + (formula - formula.detach())
-
-    def finish(self, result):
-        if _arrays.is_torch(result):
-            self.jitter.warn(stacklevel=4)
-            return result
-        return super().finish(result)
 
 
 def divergence(p, q, kind: str = "kl", alpha: float | None = None, *, jitter: float = 0.0,
@@ -168,8 +94,8 @@ def divergence(p, q, kind: str = "kl", alpha: float | None = None, *, jitter: fl
         p, q = rowwise_inputs("divergence", p, q)
         jitter, memory_budget, threads = _options.common("divergence", jitter, memory_budget,
                                                          threads)
-        request = _DivergenceRequest(kind, a, p, q, threads=threads, jitter=jitter,
-                                     budget=memory_budget, torch_path=torch_path)
+        request = Request("divergence", p, q, threads=threads, jitter=jitter,
+                          budget=memory_budget, torch_path=torch_path, kind=kind, alpha=a)
         try:
             got = request.library()
         except ValueError as e:
@@ -177,73 +103,6 @@ def divergence(p, q, kind: str = "kl", alpha: float | None = None, *, jitter: fl
         return request.run(got)
     except (ValueError, TypeError, RuntimeError) as e:
         raise for_caller(e, "divergence", {"p": p0, "q": q0}) from None
-
-
-class _PairsRequest(_Request):
-    """pairwise and knn of a kind other than kl."""
-
-    def __init__(self, op, kind, alpha, p, q, **kwargs):
-        super().__init__(op, p, q, self_pairs=q is None, **kwargs)
-        self.kind, self.alpha = kind, alpha
-
-    def _library(self, for_grad):
-        q = None if self.q is None else self.q._spec
-        if self.op == "pairwise":
-            return _ext.pairwise(self.p._spec, q, KINDS.index(self.kind), self.alpha,
-                                 self.threads, self.jitter.eps, self.tolerance, self.budget,
-                                 self.torch_path, for_grad, self.progress)
-        return _ext.knn(self.p._spec, q, self.k, self.exclude_self, KINDS.index(self.kind),
-                        self.alpha, self.threads, self.jitter.eps, self.tolerance, self.budget,
-                        self.torch_path, for_grad, self.progress)
-
-    def run(self, got=None):
-        if got is None:
-            got = self.library()
-        converted = False
-        while got.__class__ is int:
-            transformed = _transformed(self.op, self.kind)
-            if got in (NEEDS_GRAD, TORCH_PATH) or transformed:
-                return self.finish(self.with_grad(got == NEEDS_GRAD and not transformed))
-            if converted:
-                raise RuntimeError(f"[{self.op}] internal error: inputs not readable after "
-                                   "conversion")
-            self.convert()
-            converted = True
-            got = self.library()
-        return self.finish(self.values(got))
-
-    def torch_path_values(self):
-        from gausskl import _divergence_torch as dt
-
-        _options.check_torch_path(self.op, self.jitter, self.tolerance, self.budget)
-        if self.op == "pairwise":
-            return dt.pairwise(self.op, self.kind, self.alpha, self.p, self.q, self.jitter,
-                               self.budget, self.out_dtype())
-        return dt.knn(self.op, self.kind, self.alpha, self.p, self.q, self.k, self.exclude_self,
-                      self.jitter, self.budget, self.out_dtype())
-
-    def with_grad(self, on_host):
-        """The library's values with the formula's gradients (on_host), or the torch path."""
-        from gausskl import _divergence_torch as dt
-        from gausskl._autograd import _tensors
-
-        torch = self.unify()
-        if not on_host or (self.jitter.eps and any(map(dt.factored, self.gaussians))):
-            return self.torch_path_values()
-        got = self.values(self.library(for_grad=True))
-        specs = tuple(g._spec for g in self.gaussians)
-        slots, tensors = _tensors(specs)
-        if self.op == "pairwise":
-            info = (self.op, self.kind, self.alpha, specs, slots, self.budget, None, None)
-            return dt.PairsBackward.apply(lambda: got, info, *tensors)
-        indices, chosen = got
-        k = indices.shape[-1]
-        rows = torch.arange(indices.numel() // k, device=indices.device).repeat_interleave(k)
-        info = (self.op, self.kind, self.alpha, specs, slots, self.budget, rows,
-                indices.reshape(-1))
-        flat = chosen.reshape(-1)
-        values = dt.PairsBackward.apply(lambda: flat.clone(), info, *tensors)
-        return indices, values.reshape(chosen.shape)
 
 
 def pairwise(p, q=None, kind: str = "kl", alpha: float | None = None, *, jitter: float = 0.0,
@@ -288,10 +147,10 @@ def pairwise(p, q=None, kind: str = "kl", alpha: float | None = None, *, jitter:
                                progress=_progress.callback("pairwise", progress))
         p, q = pairs_inputs("pairwise", p, q)
         jitter, memory_budget, threads = _options.common("pairwise", jitter, memory_budget, threads)
-        request = _PairsRequest("pairwise", kind, a, p, q, threads=threads, jitter=jitter,
-                                budget=memory_budget, torch_path=torch_path,
-                                progress=_progress.callback("pairwise", progress),
-                                tolerance=_options.tolerance("pairwise", tolerance))
+        request = Request("pairwise", p, q, self_pairs=q is None, kind=kind, alpha=a,
+                          threads=threads, jitter=jitter, budget=memory_budget,
+                          torch_path=torch_path, progress=_progress.callback("pairwise", progress),
+                          tolerance=_options.tolerance("pairwise", tolerance))
         return request.run()
     except (ValueError, TypeError, RuntimeError) as e:
         raise for_caller(e, "pairwise", {"p": p0, "q": q0}) from None
@@ -335,11 +194,11 @@ def knn(p, q=None, k: int | None = None, *, kind: str = "kl", alpha: float | Non
         jitter, memory_budget, threads = _options.common("knn", jitter, memory_budget, threads)
         if k.__class__ is bool or not isinstance(k, int):
             raise TypeError(f"[knn] k must be an int, found {type(k).__name__}")
-        request = _PairsRequest("knn", kind, a, p, q, threads=threads, jitter=jitter,
-                                budget=memory_budget, torch_path=torch_path, k=k,
-                                progress=_progress.callback("knn", progress),
-                                exclude_self=bool(exclude_self),
-                                tolerance=_options.tolerance("knn", tolerance))
+        request = Request("knn", p, q, self_pairs=q is None, kind=kind, alpha=a,
+                          threads=threads, jitter=jitter, budget=memory_budget,
+                          torch_path=torch_path, k=k, progress=_progress.callback("knn", progress),
+                          exclude_self=bool(exclude_self),
+                          tolerance=_options.tolerance("knn", tolerance))
         return request.run()
     except (ValueError, TypeError, RuntimeError) as e:
         raise for_caller(e, "knn", {"p": p0, "q": q0}) from None

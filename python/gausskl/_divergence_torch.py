@@ -278,7 +278,7 @@ def factored(g) -> bool:
 
 
 # -- all pairs ------------------------------------------------------------------------------------
-SYMMETRIC = ("jeffreys", "bhattacharyya", "hellinger", "wasserstein2")
+SYMMETRIC = tuple(k["name"] for k in _ext.KINDS if k["symmetric"])  # the library's kind table
 
 
 def _pair_bytes(P: _Prep) -> int:

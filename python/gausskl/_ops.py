@@ -4,7 +4,7 @@ Each call hands the batches' specs to the extension, which reads the arrays in p
 result in the caller's framework and runs the C++ library over the batch without the GIL: that
 is the whole of a call on NumPy arrays and CPU tensors (a few microseconds over the library's own
 time). The extension answers with a status instead when the call is not the library's to make as
-given, and the call then takes that path:
+given, and the call then takes that path (gausskl._dispatch):
 
 * NEEDS_GRAD: a tensor requires grad; the library computes the values and its gradients
   (gausskl._autograd). For kl and kl_standard_normal of diagonal tensors (a training step's VAE
@@ -14,7 +14,7 @@ given, and the call then takes that path:
 * TORCH_PATH: tensors the library cannot read (CUDA, MPS), or CPU tensors with
   GAUSSKL_FORCE_TORCH_PATH=1 or torch_path=True: torch operations (gausskl._torch_path);
 * CONVERT: arrays to bring to one dtype (or native byte order), or an all-pairs q batch to make
-  contiguous; converted here, then handed over again.
+  contiguous; converted, then handed over again.
 
 Under torch.compile the operations are torch custom operators (gausskl._compile). Results come
 back in the caller's framework: torch tensors if any input is one (on its device), else NumPy
@@ -30,13 +30,12 @@ from gausskl import _events
 from gausskl import _ext
 from gausskl import _options
 from gausskl import _progress
+from gausskl._dispatch import _KEPT, Request, step
 from gausskl._distributions import FAMILIES, Gaussian
 from gausskl._errors import for_caller
-from gausskl._jitter import Jitter, with_hint
+from gausskl._jitter import with_hint
 
 _GAUSSIANS = frozenset(FAMILIES)
-NEEDS_GRAD, TORCH_PATH, CONVERT = _ext.NEEDS_GRAD, _ext.TORCH_PATH, _ext.CONVERT
-_KEPT = _ext.Kept
 
 
 def _as_gaussian(op: str, side: str, x) -> Gaussian:
@@ -106,177 +105,6 @@ def _knn_k(op: str, q, k):
     if k is None:
         raise TypeError(f"[{op}] k is required: {op}(p, q, k) or {op}(p, k=K)")
     return k
-
-
-class _Request:
-    """One call's inputs and options, for every path but the fast one."""
-
-    def __init__(self, op: str, p: Gaussian, q: Gaussian | None, *, threads, jitter, budget,
-                 torch_path, tolerance=0.0, k=None, exclude_self=False, self_pairs=False,
-                 progress=None):
-        self.op, self.p, self.q = op, p, q
-        self.progress = progress  # the extension's callable (gausskl._progress.callback)
-        self.threads, self.budget, self.tolerance = threads, budget, tolerance
-        self.jitter = Jitter(op, jitter)
-        self.torch_path = torch_path
-        self.k, self.exclude_self = k, exclude_self
-        # pairwise_kl and knn_kl without q: q = p (the library then uses p's batch on both sides)
-        self.self_pairs = self_pairs
-
-    @property
-    def gaussians(self):
-        return [self.p] if self.q is None else [self.p, self.q]
-
-    def library(self, for_grad: bool = False):
-        """The extension's call: a result (or (result, counts) with a jitter), or a status."""
-        try:
-            return self._library(for_grad)
-        except ValueError as e:
-            raise with_hint(e) from None
-
-    def _library(self, for_grad):
-        p, q, op = self.p._spec, None if self.q is None else self.q._spec, self.op
-        eps = self.jitter.eps
-        if op == "kl":
-            return _ext.kl(p, q, self.threads, eps, self.budget, self.torch_path, for_grad)
-        if op == "kl_standard_normal":
-            return _ext.kl_standard_normal(p, self.threads, eps, self.budget, self.torch_path,
-                                           for_grad)
-        if op == "pairwise_kl":
-            return _ext.pairwise_kl(p, q, self.threads, eps, self.tolerance, self.budget,
-                                    self.torch_path, for_grad, self.progress)
-        return _ext.knn_kl(p, q, self.k, self.exclude_self, self.threads, eps, self.tolerance,
-                           self.budget, self.torch_path, for_grad, self.progress)
-
-    def values(self, got):
-        """The result of a library call, its jitter counts taken."""
-        if self.jitter.eps > 0:
-            got, count_p, count_q = got
-            self.jitter.add("p", count_p)
-            self.jitter.add("q", count_q)
-        return got
-
-    def run(self, got=None):
-        """The result by whichever path the extension's answer `got` names (None: ask it)."""
-        if got is None:
-            got = self.library()
-        if got.__class__ is _KEPT:  # this path finishes results itself: the autograd path's way
-            got = NEEDS_GRAD
-        converted = False
-        while got.__class__ is int:
-            if got == NEEDS_GRAD:
-                from gausskl import _autograd
-
-                return self.finish(_autograd.run(self))
-            if got == TORCH_PATH or _arrays.transformed():
-                return self.finish(self.torch_ops())
-            if converted:
-                if any(_arrays.escaped(a) for g in self.gaussians for a in g._spec[1:]):
-                    raise RuntimeError(
-                        f"[{self.op}] a tensor escaped from inside torch.func.vmap after its "
-                        "transform exited (torch's own operations refuse it too): return it from "
-                        "the vmapped function instead of keeping it")
-                raise RuntimeError(f"[{self.op}] internal error: inputs not readable after "
-                                   "conversion")
-            self.convert()
-            converted = True
-            got = self.library()
-        return self.finish(self.values(got))
-
-    def convert(self):
-        """Every array in the common dtype the library reads in place; an all-pairs q batch (p
-        without q) contiguous."""
-        gs = self.gaussians
-        if any(_arrays.is_torch(a) and a.is_meta for g in gs for a in g._spec[1:]):
-            # no DLPack export, no values to check or compute with
-            raise ValueError(f"[{self.op}] the tensors are on torch's meta device, which holds no "
-                             "values to compute with (torch.compile's fake tensors are taken)")
-        if any(_arrays.is_dask(a) for g in gs for a in g._spec[1:]):
-            raise TypeError(f"[{self.op}] the distributions hold Dask arrays: use "
-                            f"gausskl.dask.{self.op} (lazy, chunk by chunk), or compute them first")
-        k = _arrays.common_kind(a for g in gs for a in g._spec[1:])
-        gs = [g._replace([_widened(g, i, a, k) for i, a in enumerate(g._spec[1:])]) for g in gs]
-        if self.op in ("pairwise_kl", "knn_kl", "pairwise", "knn"):
-            i = len(gs) - 1
-            gs[i] = _contiguous(gs[i])
-        self.p, self.q = gs[0], (gs[1] if len(gs) > 1 else None)
-
-    def unify(self):
-        """With a torch tensor among the inputs: every array a tensor on its device (NumPy
-        arrays wrapped in place on the CPU), one device for all, or the error."""
-        torch = _arrays.torch_module()
-        tensors = [a for g in self.gaussians for a in g._spec[1:] if _arrays.is_torch(a)]
-        if not tensors:
-            return None
-        devices = {a.device for a in tensors}
-        if len(devices) > 1:
-            raise ValueError(f"[{self.op}] arrays are on different devices: "
-                             + ", ".join(sorted(map(str, devices))))
-        device = devices.pop()
-
-        def as_tensor(g):
-            if g is None or all(_arrays.is_torch(a) for a in g._spec[1:]):
-                return g
-            return g._replace([a if _arrays.is_torch(a) else torch.as_tensor(a, device=device)
-                               for a in g._spec[1:]])
-
-        self.p, self.q = as_tensor(self.p), as_tensor(self.q)
-        return torch
-
-    def out_dtype(self):
-        torch = _arrays.torch_module()
-        f64 = _arrays.common_kind(a for g in self.gaussians for a in g._spec[1:]) == "float64"
-        return torch.float64 if f64 else torch.float32
-
-    def torch_ops(self):
-        """The result in torch operations (gausskl._torch_path): tensors on devices the library
-        cannot read, or the torch path asked for."""
-        from gausskl import _torch_path
-
-        self.unify()
-        return _torch_path.run(self)
-
-    def finish(self, result):
-        """The result in the caller's framework, after the call's JitterWarnings (attributed to
-        the caller of the operation)."""
-        self.jitter.warn(stacklevel=4)
-        ns = next((g._namespace for g in self.gaussians if g._namespace is not None), None)
-        if ns is not None and hasattr(ns, "from_dlpack"):
-            if isinstance(result, tuple):
-                return tuple(ns.from_dlpack(x) for x in result)
-            return ns.from_dlpack(result)
-        return result
-
-
-def _widened(g: Gaussian, i: int, a, k: str):
-    """Array i of g's spec (after the code) in dtype k; a symmetric matrix by its own round-off."""
-    if i == 1 and g.family == "full" and g.param in ("covariance", "precision_matrix"):
-        return _arrays.widened_symmetric(a, k)
-    return _arrays.converted(a, k)
-
-
-def _contiguous(g: Gaussian) -> Gaussian:
-    ranks = g._event_ranks()
-    return g._replace([_arrays.contiguous(a, (*g._batch, *a.shape[a.ndim - r:]))
-                       for a, r in zip(g._spec[1:], ranks)])
-
-
-_AUTOGRAD = None
-# gausskl._autograd's application of a Kept (None where this torch lacks its C apply) and torch's
-# test for an active torch.func transform, set when it is imported: kl and kl_standard_normal
-# apply their Kept here, with no call of ours between (1 us of a training step).
-_KEPT_APPLY = _TRANSFORMS = None
-
-
-def _autograd():
-    """gausskl._autograd, imported on first use (it imports torch)."""
-    global _AUTOGRAD, _KEPT_APPLY, _TRANSFORMS
-    if _AUTOGRAD is None:
-        from gausskl import _autograd as module
-
-        _AUTOGRAD = module
-        _KEPT_APPLY, _TRANSFORMS = module._KEPT_APPLY, module._TRANSFORMS
-    return _AUTOGRAD
 
 
 def _compiled(name):
@@ -427,20 +255,13 @@ def kl(p, q, *, jitter: float = 0.0, memory_budget: int | None = 0, threads: int
             out = _ext.kl(p._spec, q._spec, threads, jitter, memory_budget, torch_path)
         except ValueError as e:
             raise with_hint(e) from None
-        if out.__class__ is _KEPT:
-            if p._namespace is None and q._namespace is None:
-                autograd = _AUTOGRAD or _autograd()
-                # No functorch wrapper to unwrap: a Kept means the extension read every tensor.
-                if _KEPT_APPLY is not None and not _TRANSFORMS():
-                    pa, qa = p._spec, q._spec
-                    return _KEPT_APPLY(out, pa[1], pa[2], qa[1], qa[2])
-                return autograd.rowwise("kl", p, q, threads, memory_budget)
-            out = NEEDS_GRAD
-        if out.__class__ is int or jitter or p._namespace is not None or q._namespace is not None:
-            if out == NEEDS_GRAD and not jitter and p._namespace is None and q._namespace is None:
-                return _autograd().rowwise("kl", p, q, threads, memory_budget)
-            return _Request("kl", p, q, threads=threads, jitter=jitter, budget=memory_budget,
-                            torch_path=torch_path).run(out)
+        if (out.__class__ is _KEPT or out.__class__ is int or jitter
+                or p._namespace is not None or q._namespace is not None):
+            fast = step("kl", out, p, q, jitter, threads, memory_budget)
+            if fast is not None:
+                return fast
+            return Request("kl", p, q, threads=threads, jitter=jitter, budget=memory_budget,
+                           torch_path=torch_path).run(out)
         return out
     except (ValueError, TypeError, RuntimeError) as e:
         raise for_caller(e, "kl", {"p": p0, "q": q0}) from None
@@ -508,19 +329,12 @@ def kl_standard_normal(p, *, jitter: float = 0.0, memory_budget: int | None = 0,
             out = _ext.kl_standard_normal(p._spec, threads, jitter, memory_budget, torch_path)
         except ValueError as e:
             raise with_hint(e) from None
-        if out.__class__ is _KEPT:
-            if p._namespace is None:
-                autograd = _AUTOGRAD or _autograd()
-                if _KEPT_APPLY is not None and not _TRANSFORMS():
-                    pa = p._spec
-                    return _KEPT_APPLY(out, pa[1], pa[2])
-                return autograd.rowwise("kl_standard_normal", p, None, threads, memory_budget)
-            out = NEEDS_GRAD
-        if out.__class__ is int or jitter or p._namespace is not None:
-            if out == NEEDS_GRAD and not jitter and p._namespace is None:
-                return _autograd().rowwise("kl_standard_normal", p, None, threads, memory_budget)
-            return _Request("kl_standard_normal", p, None, threads=threads, jitter=jitter,
-                            budget=memory_budget, torch_path=torch_path).run(out)
+        if out.__class__ is _KEPT or out.__class__ is int or jitter or p._namespace is not None:
+            fast = step("kl_standard_normal", out, p, None, jitter, threads, memory_budget)
+            if fast is not None:
+                return fast
+            return Request("kl_standard_normal", p, None, threads=threads, jitter=jitter,
+                           budget=memory_budget, torch_path=torch_path).run(out)
         return out
     except (ValueError, TypeError, RuntimeError) as e:
         raise for_caller(e, "kl_standard_normal", {"p": p0}) from None
@@ -596,9 +410,9 @@ def pairwise_kl(p, q=None, *, jitter: float = 0.0, tolerance: float | None = 0.0
             raise with_hint(e) from None
         if (out.__class__ is int or jitter or p._namespace is not None
                 or (q is not None and q._namespace is not None)):
-            return _Request(op, p, q, threads=threads, jitter=jitter, budget=memory_budget,
-                            torch_path=torch_path, tolerance=tolerance, self_pairs=q is None,
-                            progress=progress).run(out)
+            return Request(op, p, q, threads=threads, jitter=jitter, budget=memory_budget,
+                           torch_path=torch_path, tolerance=tolerance, self_pairs=q is None,
+                           progress=progress).run(out)
         return out
     except (ValueError, TypeError, RuntimeError) as e:
         raise for_caller(e, "pairwise_kl", {"p": p0, "q": q0}) from None
@@ -677,10 +491,10 @@ def knn_kl(p, q=None, k: int | None = None, *, exclude_self: bool = False, jitte
                                                                    threads, tolerance)
         k = _options.integer(op, "k", k, _options.INT64_MAX, "2^63 - 1")
         exclude_self = bool(exclude_self)
-        request = _Request(op, p, q, threads=threads, jitter=jitter, budget=memory_budget,
-                           torch_path=torch_path, tolerance=tolerance, k=k,
-                           exclude_self=exclude_self, self_pairs=q is None,
-                           progress=_progress.callback(op, progress))
+        request = Request(op, p, q, threads=threads, jitter=jitter, budget=memory_budget,
+                          torch_path=torch_path, tolerance=tolerance, k=k,
+                          exclude_self=exclude_self, self_pairs=q is None,
+                          progress=_progress.callback(op, progress))
         if (p._torch or (q is not None and q._torch)) and _arrays.traced("knn_kl"):
             return _compiled("knn_kl")(request)
         return request.run()

@@ -26,6 +26,7 @@ import math
 import torch
 
 from gausskl import _ext
+from gausskl._batches import flat as _flat
 from gausskl._errors import InputError
 from gausskl._jitter import with_hint
 
@@ -41,7 +42,6 @@ DIRECT_CHUNK_BYTES = 16 << 20
 MIN_VARIANCE = _ext.MIN_VARIANCE
 MAX_VARIANCE = _ext.MAX_VARIANCE
 VARIANCE_RANGE = _ext.VARIANCE_RANGE
-
 
 
 def compute_dtype(device: torch.device) -> torch.dtype:
@@ -85,15 +85,15 @@ def _at3(ix) -> str:
     return RULES["at3"].format(index=ix[0], row=ix[1], column=ix[2])
 
 
+# Each diagonal parameterization's variance and log variance of its scale s.
+_VARIANCE = {"std": lambda s: s * s, "var": lambda s: s, "logvar": torch.exp,
+             "precision": lambda s: 1.0 / s}
+_LOG_VARIANCE = {"std": lambda s: 2.0 * torch.log(s), "var": torch.log, "logvar": lambda s: s,
+                 "precision": lambda s: -torch.log(s)}
+
+
 def _implied_variance(param: str, x: torch.Tensor) -> torch.Tensor:
-    x = x.to(compute_dtype(x.device))
-    if param == "std":
-        return x * x
-    if param == "var":
-        return x
-    if param == "logvar":
-        return torch.exp(x)
-    return 1.0 / x
+    return _VARIANCE[param](x.to(compute_dtype(x.device)))
 
 
 def validate(op: str, side: str, g) -> None:
@@ -261,15 +261,7 @@ class Side:
         self.kind = None  # how solves with the covariance are done when this batch is q
         if g.family == "diag":
             s = a["scale"]
-            if g.param == "std":
-                self.logv = 2.0 * torch.log(s)
-                self.v = s * s
-            elif g.param == "var":
-                self.logv, self.v = torch.log(s), s
-            elif g.param == "logvar":
-                self.logv, self.v = s, torch.exp(s)
-            else:
-                self.logv, self.v = -torch.log(s), 1.0 / s
+            self.logv, self.v = _LOG_VARIANCE[g.param](s), _VARIANCE[g.param](s)
             self.a2 = self.v
             self.logdet = self.logv.sum(-1)
             self.kind = "diag"
@@ -429,28 +421,6 @@ def _overflowed_to_inf(kl: torch.Tensor) -> torch.Tensor:
     return torch.where(torch.isnan(kl), torch.inf, kl)
 
 
-def _sides(op: str, p, q, jitter):
-    """Validates p and q (q may be None) and views them in the compute dtype of p's device; the
-    q side is None when q is."""
-    validate(op, "p", p)
-    if q is not None:
-        validate(op, "q", q)
-    dtype = compute_dtype(p.arrays["mean"].device)
-    return (Side(op, "p", p, dtype, jitter),
-            Side(op, "q", q, dtype, jitter) if q is not None else None)
-
-
-def _flat(g, batch=None):
-    """g with its batch (broadcast to `batch` if given) as one axis of rows."""
-    batch = g._batch if batch is None else tuple(batch)
-    n = math.prod(batch)
-    arrays = []
-    for a, r in zip(g._spec[1:], g._event_ranks()):
-        event = tuple(a.shape[a.ndim - r:])
-        arrays.append(a.expand(tuple(batch) + tuple(event)).reshape((n, *event)))
-    return g._replace(arrays)
-
-
 def broadcast_batches(op: str, p, q) -> tuple:
     """The broadcast batch shape of a row-wise pair, or the library's error."""
     try:
@@ -477,7 +447,7 @@ def rowwise_values(p, q=None):
 
 
 def run(request):
-    """The operation of a gausskl._ops._Request in torch operations, validated by the library's
+    """The operation of a gausskl._dispatch.Request in torch operations, validated by the library's
     rules in its order (options, p, q, their dimensions and batches)."""
     from gausskl import _options
 
@@ -518,12 +488,6 @@ def run(request):
     indices, values = knn(op, fp, fq, k, exclude_self, out_dtype, jitter, request.tolerance,
                          request.budget)
     return indices.reshape(*p._batch, k), values.reshape(*p._batch, k)
-
-
-def rowwise(op: str, p, q, out_dtype: torch.dtype, jitter) -> torch.Tensor:
-    """out[i] = KL(p_i || q_i) of flat batches; q None means N(0, I). Validated here."""
-    P, Q = _sides(op, p, q, jitter)
-    return _pair_rowwise(P, Q).to(out_dtype)
 
 
 def default_tolerance(input_dtype: torch.dtype, dtype: torch.dtype) -> float:

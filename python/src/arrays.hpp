@@ -45,7 +45,7 @@ bool grad_enabled();
 // NumPy) over the library's BlockBuffer, freed when the framework frees the array: mapped for
 // this array from kMapBytes on (see util/block_buffer.hpp), from operator new below. Not the
 // framework's allocator: a torch tensor made by its allocator and then exported to be wrapped
-// again costs two tensors; a training step's five results took 2.2 us more (bench/README.md).
+// again costs two tensors, which a training step feels (bench/README.md).
 struct Result {
   nb::object object;
   void* data = nullptr;

@@ -1,9 +1,9 @@
 // The DLPack ABI (v1, https://dmlc.github.io/dlpack/latest/c_api.html) as far as the bindings use
 // it: the tensor descriptors and the C exchange table that frameworks publish on their tensor
 // type as `__dlpack_c_exchange_api__` (a PyCapsule named "dlpack_exchange_api"; PyTorch 2.9 and
-// later). Through that table a tensor is read or made with a few C calls (~0.1 us) instead of
-// `__dlpack__()` and a capsule (~2-4 us), which is most of a small call's cost. Declared here,
-// not included from a framework, because the bindings build without PyTorch.
+// later). Through that table a tensor is read or made with a few C calls instead of `__dlpack__()`
+// and a capsule, most of a small call's cost otherwise (bench/README.md). Declared here, not
+// included from a framework, because the bindings build without PyTorch.
 #pragma once
 
 #include <cstdint>

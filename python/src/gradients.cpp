@@ -237,9 +237,8 @@ nb::object pairwise_kl_backward_op(nb::handle p, nb::handle q, nb::handle grad, 
 
 // Elements per array above which a training step's forward keeps no gradients (they take an
 // element each, a double where a sum needs them, and the backward computes them again instead):
-// kept, the VAE's 128 x 32 step saves a second pass of exponentials, ~25% of its time
-// (bench/README.md, "The seeds' own sizes"); at 2^20 the four arrays of a learned prior hold
-// 16 MiB in float.
+// kept, a small step saves a second pass of exponentials (bench/README.md); at 2^20 the four
+// arrays of a learned prior hold 16 MiB in float.
 constexpr std::int64_t kKeptElements = std::int64_t{1} << 20;
 
 // The values of a row-wise call and each pair's own gradients ([n, d] per wanted array, in the
@@ -269,7 +268,7 @@ struct Kept {
   // The input tensors and each one's version counter at the call (torch's `_version`), for a
   // backward that differentiates them again (create_graph, or one after the first): as torch
   // checks its saved tensors. Held here, the autograd context needs no attribute of its own for
-  // them (a step's two attributes cost 1.2 us); the inputs hold no reference back, so no cycle.
+  // them (attributes cost a step, bench/README.md); the inputs hold no reference back, no cycle.
   std::array<nb::object, 4> inputs;
   std::array<std::int64_t, 4> versions{};
 };
@@ -286,7 +285,7 @@ std::int64_t version_of(nb::handle tensor) {
 
 // Whether every array of side is a tensor [..., d], the side given by its diagonal.
 bool keepable(const Side& side, std::int64_t d) {
-  if (side.code >= kScaleTril || side.count != 2) return false;
+  if (forms[side.code].family != Family::diag) return false;
   for (int k = 0; k < 2; ++k) {
     const Array& a = side.arrays[k];
     if (!a.api || a.ndim < 1 || a.shape[a.ndim - 1] != d) return false;

@@ -13,6 +13,8 @@
 
 #include "arrays.hpp"
 #include "calls.hpp"
+#include "families.hpp"
+#include "gausskl/divergence_kinds.hpp"
 #include "gausskl/limits.hpp"
 #include "gausskl/ops.hpp"
 #include "layout.hpp"
@@ -388,11 +390,43 @@ void bind_ops(nb::module_& m) {
     full_names.append(name);
   m.attr("DIAG_PARAMS") = nb::tuple(diag_names);
   m.attr("FULL_PARAMS") = nb::tuple(full_names);
-  // The codes of a spec's family and parameterization (sides.hpp), by name.
+  // The families' codes (families.hpp): one record per code, indexed by it, and the codes by name.
+  nb::list forms_list;
   nb::dict codes;
-  for (int code = 0; code < kCodes; ++code)
-    codes[code_name(code)] = code;
+  for (int code = 0; code < kCodes; ++code) {
+    const Form& f = forms[code];
+    nb::list arrays, ranks;
+    for (int k = 0; k < f.count; ++k) {
+      arrays.append(f.arrays[k]);
+      ranks.append(f.event_rank[k]);
+    }
+    nb::dict record;
+    record["code"] = code;
+    record["name"] = f.name;
+    record["family"] = family_names[static_cast<int>(f.family)];
+    record["cls"] = family_classes[static_cast<int>(f.family)];
+    record["param"] = f.param;
+    record["log_diagonal"] = f.log_diagonal;
+    record["arrays"] = nb::tuple(arrays);
+    record["event_ranks"] = nb::tuple(ranks);
+    record["factored"] = f.factored;
+    record["gradients"] = gradients_names[static_cast<int>(f.gradients)];
+    forms_list.append(record);
+    codes[f.name] = code;
+  }
+  m.attr("FAMILIES") = nb::tuple(forms_list);
   m.attr("CODES") = codes;
+  // The divergence kinds' properties (gausskl/divergence_kinds.hpp), in the order of DIVERGENCES.
+  nb::list kinds;
+  for (const DivergenceKind& k : divergence_kinds) {
+    nb::dict record;
+    record["name"] = k.name;
+    record["symmetric"] = k.symmetric;
+    record["takes_alpha"] = k.takes_alpha;
+    record["range"] = nb::make_tuple(k.min_value, k.max_value);
+    kinds.append(record);
+  }
+  m.attr("KINDS") = nb::tuple(kinds);
   m.def("check_options", &check_options_op, arg("op"), arg("threads"), arg("jitter"),
         arg("tolerance"), arg("memory_budget"),
         "The library's rules for the options (gausskl::check_options): ValueError, its message.");

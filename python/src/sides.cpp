@@ -2,19 +2,12 @@
 
 namespace gausskl::python {
 
-int event_rank(int code, int k) {
-  if (k == 0) return 1;
-  if (code >= kScaleTril && code <= kPrecisionMatrix) return 2;
-  if (code == kLowRank && k == 1) return 2;
-  return 1;
-}
-
 bool read_side(nb::handle spec, Side& side) {
   if (!PyTuple_Check(spec.ptr())) return false;
   const Py_ssize_t size = PyTuple_GET_SIZE(spec.ptr());
   if (size < 3 || size > 4) return false;
   const long code = PyLong_AsLong(PyTuple_GET_ITEM(spec.ptr(), 0));
-  if (code < 0 || code >= kCodes || size != (code == kLowRank ? 4 : 3)) {
+  if (code < 0 || code >= kCodes || size != forms[code].count + 1) {
     PyErr_Clear();
     return false;
   }
@@ -23,7 +16,7 @@ bool read_side(nb::handle spec, Side& side) {
   side.batch = Shape{};
   for (int k = 0; k < side.count; ++k) {
     side.objects[k] = PyTuple_GET_ITEM(spec.ptr(), k + 1);
-    side.event_rank[k] = event_rank(side.code, k);
+    side.event_rank[k] = forms[side.code].event_rank[k];
     Array& a = side.arrays[k];
     if (!read_array(side.objects[k], a)) return false;
     Shape b;
@@ -59,44 +52,20 @@ View<T, Rank> view(const Side& side, int k, const Layout& layout, std::int64_t s
   return v;
 }
 
-DiagParam diag_param(int code) {
-  switch (code) {
-    case kVar:
-      return DiagParam::var;
-    case kLogvar:
-      return DiagParam::logvar;
-    case kPrecision:
-      return DiagParam::precision;
-    default:
-      return DiagParam::stddev;
-  }
-}
-
 }  // namespace
 
 template <class T>
 Gaussians<T> view_of(const Side& side, const Layout& layout, std::int64_t slice, std::int64_t n) {
   const View<T, 2> mean = view<T, 2>(side, 0, layout, slice, n);
-  switch (side.code) {
-    case kStd:
-    case kVar:
-    case kLogvar:
-    case kPrecision:
-      return DiagGaussians<T>{mean, view<T, 2>(side, 1, layout, slice, n), diag_param(side.code)};
-    case kScaleTril:
-      return FullGaussians<T>{mean, view<T, 3>(side, 1, layout, slice, n), FullParam::scale_tril};
-    case kCovariance:
-      return FullGaussians<T>{mean, view<T, 3>(side, 1, layout, slice, n), FullParam::covariance};
-    case kPrecisionMatrix:
-      return FullGaussians<T>{mean, view<T, 3>(side, 1, layout, slice, n),
-                              FullParam::precision_matrix};
-    case kPacked:
-    case kPackedLogDiagonal:
-      return FullGaussians<T>{mean,
-                              {},
-                              FullParam::packed_scale_tril,
-                              view<T, 2>(side, 1, layout, slice, n),
-                              side.code == kPackedLogDiagonal};
+  const Form& form = forms[side.code];
+  switch (form.family) {
+    case Family::diag:
+      return DiagGaussians<T>{mean, view<T, 2>(side, 1, layout, slice, n), form.diag};
+    case Family::full:
+      if (form.full == FullParam::packed_scale_tril)
+        return FullGaussians<T>{
+            mean, {}, form.full, view<T, 2>(side, 1, layout, slice, n), form.log_diagonal};
+      return FullGaussians<T>{mean, view<T, 3>(side, 1, layout, slice, n), form.full};
     default:
       return LowRankGaussians<T>{mean, view<T, 3>(side, 1, layout, slice, n),
                                  view<T, 2>(side, 2, layout, slice, n)};

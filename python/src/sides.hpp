@@ -1,8 +1,7 @@
 // One side of a call (p or q) as the bindings receive it from the package: a spec tuple
 // (code, mean, scale) or (code, mean, cov_factor, cov_diag), code saying the family and
-// parameterization (code_name; gausskl._distributions reads the table as _ext.CODES), the arrays as
-// the caller gave them. Read in place, then viewed as the library's Gaussians, one slice of the
-// batch at a time.
+// parameterization (families.hpp), the arrays as the caller gave them. Read in place, then viewed
+// as the library's Gaussians, one slice of the batch at a time.
 #pragma once
 
 #include <nanobind/nanobind.h>
@@ -11,34 +10,11 @@
 #include <cstdint>
 
 #include "arrays.hpp"
+#include "families.hpp"
 #include "gausskl/types.hpp"
 #include "layout.hpp"
 
 namespace gausskl::python {
-
-enum Code : int {
-  kStd = 0,
-  kVar = 1,
-  kLogvar = 2,
-  kPrecision = 3,
-  kScaleTril = 4,
-  kCovariance = 5,
-  kPrecisionMatrix = 6,
-  kPacked = 7,
-  kPackedLogDiagonal = 8,
-  kLowRank = 9,
-  kCodes = 10
-};
-
-// Each code's name in the package: the parameter's name (gausskl/types.hpp, in the order of the
-// enums), packed_log_diagonal for packed_scale_tril with log_diagonal, cov_factor for low rank.
-constexpr const char* code_name(int code) {
-  if (code < kScaleTril) return diag_param_names[code];
-  if (code < kPackedLogDiagonal) return full_param_names[code - kScaleTril];
-  return code == kPackedLogDiagonal ? "packed_log_diagonal" : "cov_factor";
-}
-static_assert(kScaleTril == static_cast<int>(diag_param_names.size()) &&
-              kPackedLogDiagonal == kScaleTril + static_cast<int>(full_param_names.size()));
 
 struct Side {
   int code = 0;
@@ -49,9 +25,6 @@ struct Side {
   Shape batch;                   // the broadcast of its arrays' batch shapes
   std::array<int, 3> operand{};  // each array's operand in the call's Layout
 };
-
-// The event (trailing) axes of array k for a code.
-int event_rank(int code, int k);
 
 // Reads spec into side. False when an array cannot be read in place, or its batch axes do not
 // broadcast with the others' (the package's constructors have checked that; false then means a

@@ -21,15 +21,17 @@ import dask.array as da
 import numpy as np
 from dask.base import tokenize
 
-import gausskl as gk
+from gausskl._distributions import CODES, FORMS, of_code
 
 try:
     import fcntl
 except ImportError:  # not POSIX
     fcntl = None
 
-DIAG = ("std", "var", "logvar", "precision")
-FULL = ("scale_tril", "covariance", "precision_matrix", "packed_scale_tril")
+# The scale arrays' names a file may hold: the parameterizations of the families (the
+# library's table, python/src/families.hpp).
+DIAG = tuple(f.param for f in FORMS if f.family == "diag")
+FULL = tuple(dict.fromkeys(f.param for f in FORMS if f.family == "full"))
 EXPECTED = ("expected mean and one of std, var, logvar, precision, scale_tril, covariance, "
             "precision_matrix, packed_scale_tril, or cov_factor with cov_diag")
 
@@ -209,12 +211,10 @@ def gaussian(arrays: dict, rows: int, log_diagonal: bool, dtype=None):
         a = {n: v.astype(dtype) for n, v in a.items()}
     mean = a.pop("mean")
     if "cov_factor" in a:
-        return gk.LowRankGaussian(mean, cov_factor=a["cov_factor"], cov_diag=a["cov_diag"])
+        return of_code([mean, a["cov_factor"], a["cov_diag"]], CODES["cov_factor"])
     (param, scale), = a.items()
-    if param in DIAG:
-        return gk.DiagGaussian(mean, **{param: scale})
-    return gk.FullGaussian(mean, **{param: scale},
-                           log_diagonal=log_diagonal and param == "packed_scale_tril")
+    packed_log = log_diagonal and param == "packed_scale_tril"
+    return of_code([mean, scale], CODES["packed_log_diagonal" if packed_log else param])
 
 
 def kinds(arrays: dict) -> set:

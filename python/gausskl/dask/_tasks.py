@@ -12,18 +12,14 @@ import re
 import numpy as np
 
 import gausskl as gk
-from gausskl._distributions import DiagGaussian, FullGaussian, LowRankGaussian
+from gausskl._distributions import CODES, of_code
 from gausskl._errors import GaussKLError
 
 
 def batch(form: tuple, arrays: list):
     """The gausskl batch of one chunk: form is _sides.form_of's (family, param, log_diagonal)."""
-    family, param, log_diagonal = form
-    if family == "diag":
-        return DiagGaussian(arrays[0], **{param: arrays[1]})
-    if family == "full":
-        return FullGaussian(arrays[0], **{param: arrays[1]}, log_diagonal=log_diagonal)
-    return LowRankGaussian(arrays[0], cov_factor=arrays[1], cov_diag=arrays[2])
+    _, param, log_diagonal = form
+    return of_code(arrays, CODES["packed_log_diagonal" if log_diagonal else param])
 
 
 def as_float64(g):
