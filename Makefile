@@ -108,10 +108,12 @@ test-fuzz: deps
 	@echo "== fuzz: corpus replay and smoke"
 	@scripts/fuzz.sh smoke
 
-# Longer fuzzing, FUZZ_SECONDS per reader; the growing corpus stays in build-fuzz/corpus.
+# Longer fuzzing, FUZZ_SECONDS per reader; the growing corpus stays in build-fuzz/corpus. Then the
+# Python API's property tests on hypothesis's long profile (tests/python/test_properties.py).
 FUZZ_SECONDS ?= 300
 fuzz: deps
 	@scripts/fuzz.sh run $(FUZZ_SECONDS)
+	@GAUSSKL_HYPOTHESIS_PROFILE=gausskl-fuzz $(PY) -m pytest -q $(XDIST) tests/python/test_properties.py
 
 FORMAT_FILES = $(shell git ls-files '*.cpp' '*.hpp')
 format:
