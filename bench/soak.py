@@ -146,11 +146,13 @@ def main(argv=None):
     ap.add_argument("--plot", default="bench/plots/soak.png")
     ap.add_argument("--cli", default=os.path.join(os.path.dirname(sys.executable), "gausskl"),
                     help="the gausskl command run once per sample ('' to skip)")
+    ap.add_argument("--rows", type=int, default=24, help="rows of p and q per step")
+    ap.add_argument("--dim", type=int, default=6)
     args = ap.parse_args(argv)
     import psutil
 
     process = psutil.Process()
-    steps = Steps()
+    steps = Steps(n=args.rows, d=args.dim)
     rows = []
     start = time.monotonic()
     next_sample = start
@@ -166,7 +168,7 @@ def main(argv=None):
                              "rss_mib": rss, "fds": fds, "threads": threads})
                 print(f"{rows[-1]['minutes']:7.2f} min  {steps.count:8d} steps  "
                       f"RSS {rss:8.1f} MiB  fds {fds:4d}  threads {threads:3d}", flush=True)
-                next_sample += args.every
+                next_sample = max(next_sample + args.every, now)  # a long step skips none
                 if now >= end:
                     break
             steps.step()
