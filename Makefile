@@ -8,7 +8,8 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS := -G Ninja -DCMAKE_BUILD_TYPE=Release
 
 .PHONY: deps build python dask-extra demo test test-quick test-release test-asan asan-build \
-  test-tsan test-fuzz fuzz format format-check bench-build bench bench-peers bench-dask clean
+  test-tsan test-fuzz fuzz format format-check bench-build bench bench-peers bench-dask bench-soak \
+  clean
 
 deps:
 	@scripts/install_deps.sh
@@ -108,10 +109,12 @@ test-fuzz: deps
 	@echo "== fuzz: corpus replay and smoke"
 	@scripts/fuzz.sh smoke
 
-# Longer fuzzing, FUZZ_SECONDS per reader; the growing corpus stays in build-fuzz/corpus.
+# Longer fuzzing, FUZZ_SECONDS per reader; the growing corpus stays in build-fuzz/corpus. Then the
+# Python API's property tests on hypothesis's long profile (tests/python/test_properties.py).
 FUZZ_SECONDS ?= 300
 fuzz: deps
 	@scripts/fuzz.sh run $(FUZZ_SECONDS)
+	@GAUSSKL_HYPOTHESIS_PROFILE=gausskl-fuzz $(PY) -m pytest -q $(XDIST) tests/python/test_properties.py
 
 FORMAT_FILES = $(shell git ls-files '*.cpp' '*.hpp')
 format:
@@ -154,6 +157,15 @@ bench-peers: bench-build python
 # out on Dask"): knn N = M = 200,000 (~15 min in all) and pairwise N = M = 40,000 to Zarr.
 bench-dask: build python dask-extra
 	@$(PY) bench/dask_scale.py --cli build/gausskl --out bench/README.md
+
+# The soak (bench/soak.py): SOAK_MINUTES of training steps calling every op with gradients (NumPy
+# and torch, the library's paths and the torch path, all families, threads 1 and 2) and a CLI run
+# a minute; RSS, open fds and threads each minute to build/soak.csv, plotted to
+# bench/plots/soak.png, slopes printed. Not part of `make test` (test_soak_bounded.py is).
+SOAK_MINUTES ?= 60
+bench-soak: python
+	@$(PY) bench/soak.py --minutes $(SOAK_MINUTES) --csv build/soak.csv --plot bench/plots/soak.png \
+	  --cli $(CURDIR)/$(VENV)/bin/gausskl
 
 clean:
 	rm -rf build build-asan build-tsan build-python build-fuzz build-logs demo-data

@@ -10,7 +10,7 @@ APT_PACKAGES=(g++ make libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev z
 # scipy-openblas64: OpenBLAS (BLAS, LAPACK) that the library links (cmake/openblas.cmake).
 # pytest-xdist: make test runs the Python suites on every core (pytest -n).
 PIP_PACKAGES=(cmake ninja numpy pytest pytest-xdist mpmath scikit-build-core nanobind matplotlib
-              scipy-openblas64)
+              scipy-openblas64 hypothesis psutil)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do

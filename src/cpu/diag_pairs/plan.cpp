@@ -82,14 +82,12 @@ DiagPairs::DiagPairs(const DiagGaussians<T>& p, const DiagGaussians<T>* q, doubl
       p_in_(p),
       q_in_(q ? *q : p) {
   if (std::is_same_v<T, float> && kernel == DiagKernelKind::float_kernel) {
-    // q = p: one pass writes p's rows and q packed, and the sums once.
-    float_kernel_ = prepare(p, {.p_rows = true, .q_packed = self_}, true, true, threads) &&
-                    (self_ || prepare(*q, {.q_packed = true}, false, true, threads));
-    if (!float_kernel_) {  // a value out of the float kernel's range: the double kernel
-      mu_f_.clear();
-      v_f_.clear();
-      q_packed_f_.clear();
-    }
+    // q = p: one pass writes p's rows and q packed, and the sums once. A row outside the float
+    // kernel's range is the exact form's in every pair it is in (outside_p_, outside_q_), not a
+    // reason to leave the kernel for the whole call: an entry's value depends on its own rows.
+    prepare(p, {.p_rows = true, .q_packed = self_}, true, true, threads);
+    if (!self_) prepare(*q, {.q_packed = true}, false, true, threads);
+    float_kernel_ = true;
   }
   if (float_kernel_) {
     kernel_bound_ = float_kernel_bound(d_);
@@ -109,7 +107,7 @@ DiagPairs::DiagPairs(const DiagGaussians<T>& p, const DiagGaussians<T>* q, doubl
 }
 
 template <class T>
-bool DiagPairs::prepare(const DiagGaussians<T>& g, Layouts layouts, bool as_p, bool in_float,
+void DiagPairs::prepare(const DiagGaussians<T>& g, Layouts layouts, bool as_p, bool in_float,
                         int threads) {
   const std::int64_t d = d_, rows = g.mean.shape[0];
   std::vector<double>& sum = as_p ? s_ : t_;
@@ -151,7 +149,8 @@ bool DiagPairs::prepare(const DiagGaussians<T>& g, Layouts layouts, bool as_p, b
   Buffer<float> buffers_f;
   buffers.resize(static_cast<std::size_t>(workers * scratch));
   buffers_f.resize(static_cast<std::size_t>(workers * scratch_f));
-  std::vector<char> in_range(static_cast<std::size_t>(workers), 1);
+  std::vector<char>& outside = as_p ? outside_p_ : outside_q_;
+  if (in_float) outside.assign(static_cast<std::size_t>(rows), 0);
   const bool need_v = layouts.p_rows || layouts.sym_panels;
   const bool need_lam = layouts.q_packed || layouts.sym_panels;
   // Units handed out as they come: a worker that starts late or is descheduled on a busy machine
@@ -165,7 +164,6 @@ bool DiagPairs::prepare(const DiagGaussians<T>& g, Layouts layouts, bool as_p, b
         double* const lam = var + unit * d;
         float* const mean_f = buffers_f.data() + w * scratch_f;
         float* const lam_f = mean_f + unit * d;
-        bool fits = true;
         for (std::int64_t u; (u = next.fetch_add(1, std::memory_order_relaxed)) < units;) {
           const std::int64_t i0 = u * unit, count = std::min(unit, rows - i0);
           for (std::int64_t c = 0; c < count; ++c) {
@@ -176,7 +174,13 @@ bool DiagPairs::prepare(const DiagGaussians<T>& g, Layouts layouts, bool as_p, b
                                                     need_lam ? lam + c * d : nullptr);
             sum[static_cast<std::size_t>(i)] = sums.log_det;
             abs_sum[static_cast<std::size_t>(i)] = sums.abs_log_det;
-            if (in_float) fits &= in_float_kernel_range(mean + c * d, d, sums);
+            if (in_float && !in_float_kernel_range(mean + c * d, d, sums)) {
+              // Neutral operands for the kernel (its values for this row are replaced).
+              outside[static_cast<std::size_t>(i)] = 1;
+              std::fill(mean + c * d, mean + (c + 1) * d, 0.0);
+              if (need_v) std::fill(var + c * d, var + (c + 1) * d, 1.0);
+              if (need_lam) std::fill(lam + c * d, lam + (c + 1) * d, 1.0);
+            }
           }
           if (layouts.p_rows) {
             const std::int64_t at = i0 * d, values = count * d;
@@ -210,9 +214,7 @@ bool DiagPairs::prepare(const DiagGaussians<T>& g, Layouts layouts, bool as_p, b
             pack_diag_sym(mean, var, lam, d, count, d, nr, sym_panels_.data() + i0 * 3 * d);
           }
         }
-        if (!fits) in_range[static_cast<std::size_t>(w)] = 0;
       });
-  return std::all_of(in_range.begin(), in_range.end(), [](char c) { return c != 0; });
 }
 
 template <class T>
@@ -286,6 +288,13 @@ void DiagPairs::finish_row(std::int64_t i, std::int64_t j0, std::int64_t j1, con
     if (std::isnan(out[j])) {
       out[j] = static_cast<U>(exact(i, j0 + j));
       --marked;
+    }
+  }
+  if (float_kernel_) {  // pairs with a row outside the float kernel's range: the exact form
+    const std::vector<char>& cols = self_ ? outside_p_ : outside_q_;
+    const bool whole = outside_p_[static_cast<std::size_t>(i)] != 0;
+    for (std::int64_t j = j0; j < j1; ++j) {
+      if (whole || cols[static_cast<std::size_t>(j)]) out[j - j0] = static_cast<U>(exact(i, j));
     }
   }
   if (self_ && i >= j0 && i < j1) out[i - j0] = 0;

@@ -30,14 +30,15 @@ namespace gausskl::cpu {
 class DiagPairs {
  public:
   // q == nullptr: q = p. tolerance: the largest |error| / (KL + 1) left un-recomputed. kernel:
-  // the plan's (sym only with q = p, float_kernel only with T = float); float_kernel falls back
-  // to the q = p or double kernel when a value is outside its range (float_kernel() tells).
+  // the plan's (sym only with q = p, float_kernel only with T = float); with float_kernel, the
+  // pairs of a row with a value outside its range are computed by exact() (the other pairs keep
+  // the kernel: an entry's value depends on its own rows only).
   template <class T>
   DiagPairs(const DiagGaussians<T>& p, const DiagGaussians<T>* q, double tolerance,
             DiagKernelKind kernel, int threads);
 
   // Bytes a DiagPairs of these sizes keeps, plus preparing's and block()'s packing buffers on
-  // `threads` threads (with float_kernel, those of its fallback too).
+  // `threads` threads (with float_kernel, the double kernel's too: a bound).
   template <class T>
   static std::int64_t footprint(std::int64_t n, std::int64_t m, std::int64_t d, bool self,
                                 DiagKernelKind kernel, int threads);
@@ -102,10 +103,11 @@ class DiagPairs {
     bool p_rows = false, q_packed = false, sym_panels = false;
   };
   // The two sums of each row of g (s_ when it is p, else t_) and the kernel's operands of
-  // `layouts` (in float with `in_float`), in one pass over g on `threads` threads. False if
-  // in_float and a value is outside the float kernel's range.
+  // `layouts` (in float with `in_float`), in one pass over g on `threads` threads. In float, the
+  // rows with a value outside the float kernel's range are marked in outside_p_ / outside_q_ and
+  // given neutral operands.
   template <class T>
-  bool prepare(const DiagGaussians<T>& g, Layouts layouts, bool as_p, bool in_float, int threads);
+  void prepare(const DiagGaussians<T>& g, Layouts layouts, bool as_p, bool in_float, int threads);
   template <class T>
   double exact_from(const DiagGaussians<T>& p, const DiagGaussians<T>& q, std::int64_t i,
                     std::int64_t j) const;
@@ -125,6 +127,9 @@ class DiagPairs {
   Buffer<double> mu_, v_;
   Buffer<float> mu_f_, v_f_;
   std::vector<double> s_, abs_s_, t_, abs_t_;  // per row: sum log v, sum |log v|; q likewise
+  // The float kernel's rows outside its range, per row of p and of q (empty otherwise): every
+  // pair with one is computed by exact().
+  std::vector<char> outside_p_, outside_q_;
   // q's means and precisions packed once for the kernel in use (pack_diag_q_panels), so that
   // blocks of any number of rows never pack q again.
   Buffer<double> q_packed_;

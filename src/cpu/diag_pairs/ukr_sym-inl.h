@@ -71,10 +71,9 @@ void UkrDiagSym(std::int64_t k, const double* HWY_RESTRICT a, const double* HWY_
       const V v_a = hn::Set(d, ah[NR + r]);
       for (std::size_t x = 0; x < NRV; ++x) {
         const V s = hn::Sub(mu_b[x], mu_a);
-        const V s2 = hn::Mul(s, s);
-        acc[r][x] = hn::MulAdd(hn::Add(s2, v_a), lam_b[x], acc[r][x]);
+        acc[r][x] = hn::MulAdd(hn::MulAdd(s, s, v_a), lam_b[x], acc[r][x]);
         if constexpr (kBoth) {
-          acct[r][x] = hn::MulAdd(hn::Add(s2, v_b[x]), hn::Set(d, ah[2 * NR + r]), acct[r][x]);
+          acct[r][x] = hn::MulAdd(hn::MulAdd(s, s, v_b[x]), hn::Set(d, ah[2 * NR + r]), acct[r][x]);
         }
       }
     }

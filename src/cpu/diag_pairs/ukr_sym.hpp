@@ -1,9 +1,8 @@
 // The microkernel of all-pairs KL with q = p (diag_pairs/loops_sym.hpp): a tile of rows a_r and
-// columns b_l gives both Q(a_r, b_l) and Q(b_l, a_r) from one s = mu_b - mu_a and s^2 per pair
-// and h. Per pair and h that is one subtraction, one multiplication, two additions and two
-// multiply-adds for two entries, against a subtraction and two multiply-adds per entry in
-// diag_quadratic's kernel (ukr.hpp): on CPUs whose additions run beside their multiply-adds
-// (AMD Zen), 1.5 instead of 2 operations per entry on the multiply-add units.
+// columns b_l gives both Q(a_r, b_l) and Q(b_l, a_r) from one s = mu_b - mu_a per pair and h: one
+// subtraction and four multiply-adds for two entries, against a subtraction and two multiply-adds
+// per entry in diag_quadratic's kernel (ukr.hpp), with the same roundings as that kernel, so that
+// q = p and q given as a copy of p give every entry the same bits.
 //
 // One fixed signature for the SIMD kernels (diag_pairs/ukr_sym-inl.h, one per Highway target) and
 // the scalar reference kernel (diag_pairs/ukr_sym_ref.cpp), which is the scalar target's kernel and
@@ -26,12 +25,11 @@ struct DiagSymTile {
 //   c[r * nr + l]  (+)= sum_{h < k} ((mu_b(h, l) - mu_a(h, r))^2 + v_a(h, r)) lam_b(h, l)
 //   ct[r * nr + l] (+)= sum_{h < k} ((mu_b(h, l) - mu_a(h, r))^2 + v_b(h, l)) lam_a(h, r)
 // that is Q(a_r, b_l) and Q(b_l, a_r), storing when accumulate is false and adding when true.
-// Each term is ((s^2 rounded) + v) rounded, times lam and added in one multiply-add (or two
-// roundings without FMA), summed from 0 in h order, the sum added to c: since fl(x - y) is
-// -fl(y - x), an entry Q(i, j) gets bitwise the same value from c and from ct, from any tile
-// that holds it, and from the one-sided kernel. The files of these kernels are compiled with
-// -ffp-contract=off, which keeps the compiler from fusing s^2 + v into a multiply-add in one of
-// them and not in another.
+// Each term is s * s + v in one multiply-add, times lam and added in another (each two roundings
+// on targets without FMA), summed from 0 in h order, the sum added to c, as diag_quadratic's
+// kernel does: since fl(x - y) is -fl(y - x), an entry Q(i, j) gets bitwise the same value from c
+// and from ct, from any tile that holds it, and from the one-sided kernel. The files of these
+// kernels are compiled with -ffp-contract=off, so that the compiler fuses nothing else.
 using DiagSymUkr = void (*)(std::int64_t k, const double* a, const double* b, bool accumulate,
                             double* c, double* ct, const DiagSymTile& tile) noexcept;
 

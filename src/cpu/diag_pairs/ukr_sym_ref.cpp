@@ -1,5 +1,5 @@
 // The scalar reference microkernels of q = p all-pairs (diag_pairs/ukr_sym.hpp): plain loops in the
-// SIMD kernels' order of operations, the multiply-add written as std::fma so that it is one
+// SIMD kernels' order of operations, the multiply-adds written as std::fma so that each is one
 // rounding here too (and the file is compiled with -ffp-contract=off, so that nothing else is).
 #include <cmath>
 
@@ -19,9 +19,8 @@ void sym_ref(std::int64_t k, const double* a, const double* b, bool accumulate, 
         const double* ah = a + h * 3 * nr;
         const double* bh = b + h * 3 * nr;
         const double s = bh[l] - ah[r];
-        const double s2 = s * s;
-        sum = std::fma(s2 + ah[nr + r], bh[2 * nr + l], sum);
-        if (kBoth) sum_t = std::fma(s2 + bh[nr + l], ah[2 * nr + r], sum_t);
+        sum = std::fma(std::fma(s, s, ah[nr + r]), bh[2 * nr + l], sum);
+        if (kBoth) sum_t = std::fma(std::fma(s, s, bh[nr + l]), ah[2 * nr + r], sum_t);
       }
       c[r * nr + l] = accumulate ? c[r * nr + l] + sum : sum;
       if (kBoth) ct[r * nr + l] = accumulate ? ct[r * nr + l] + sum_t : sum_t;

@@ -184,27 +184,46 @@ TEST(DiagPairs, FloatKernelEntriesAreWithinTheTolerance) {
   record_error("pairwise_kl, tolerance 1e-5", "diag/diag", "f32->f64", worst);
 }
 
-// A value outside the float kernel's range (here sigma = 1e-7 < 2^-20 in one entry) keeps the
-// double kernel, and its accuracy.
-TEST(DiagPairs, ValuesOutOfTheFloatRangeKeepTheDoubleKernel) {
+// A value outside the float kernel's range (here sigma = 1e-7 < 2^-20 in one entry, or a mean
+// beyond 2^20) makes that row's pairs the exact form's, within 1e-12 of the reference; the plan
+// keeps the float kernel, and every other entry keeps the bits it has without that row's value.
+TEST(DiagPairs, ValuesOutOfTheFloatRangeMakeTheirPairsExact) {
   Rng rng(72);
-  auto [ps, qs] = make_specs(rng, Data::random, Family::diag, Family::diag, 6, 5, 40);
-  for (const bool on_q : {false, true}) {
+  const auto [ps, qs] = make_specs(rng, Data::random, Family::diag, Family::diag, 6, 5, 40);
+  const Batch<float> p0 = make_batch<float>(ps, layout_of(Family::diag));
+  const Batch<float> q0 = make_batch<float>(qs, layout_of(Family::diag));
+  const DiagGaussians<float> q0v = diag_view(q0);
+  const std::vector<double> clean =
+      all_entries<float>(make_pairs(diag_view(p0), &q0v, kLoose, 2), 2);
+  for (const int change : {0, 1, 2}) {  // sigma on p, sigma on q, a mean on p
     auto specs = std::make_pair(ps, qs);
-    std::get<DiagSpec>(on_q ? specs.second : specs.first).stddev[17] = 1e-7;
+    DiagSpec& side = std::get<DiagSpec>(change == 1 ? specs.second : specs.first);
+    if (change == 2) {
+      side.mean[3] = 2e6;
+    } else {
+      side.stddev[17] = 1e-7;  // row 0
+    }
     const Batch<float> p = make_batch<float>(specs.first, layout_of(Family::diag));
     const Batch<float> q = make_batch<float>(specs.second, layout_of(Family::diag));
     const DiagGaussians<float> qv = diag_view(q);
     const cpu::DiagPairs plan = make_pairs(diag_view(p), &qv, kLoose, 2);
-    EXPECT_FALSE(plan.float_kernel()) << (on_q ? "q" : "p");
-    EXPECT_LE(checked_error(all_entries<float>(plan, 2), diag_reference(diag_view(p), qv)), 1e-7);
+    EXPECT_TRUE(plan.float_kernel()) << change;
+    const std::vector<double> got = all_entries<float>(plan, 2);
+    const std::vector<long double> ref = diag_reference(diag_view(p), qv);
+    for (std::int64_t i = 0; i < 6; ++i) {
+      for (std::int64_t j = 0; j < 5; ++j) {
+        const std::size_t k = static_cast<std::size_t>(i * 5 + j);
+        const bool touched = change == 1 ? j == 0 : i == 0;
+        if (touched) {
+          EXPECT_LE(std::abs(got[k] - static_cast<double>(ref[k])),
+                    1e-12 * (std::abs(static_cast<double>(ref[k])) + 1))
+              << change << " " << i << " " << j;
+        } else {
+          EXPECT_EQ(got[k], clean[k]) << change << " " << i << " " << j;
+        }
+      }
+    }
   }
-  // A mean beyond 2^20 likewise.
-  std::get<DiagSpec>(ps).mean[3] = 2e6;
-  const Batch<float> p = make_batch<float>(ps, layout_of(Family::diag));
-  EXPECT_FALSE(
-      make_pairs(diag_view(p), static_cast<const DiagGaussians<float>*>(nullptr), kLoose, 1)
-          .float_kernel());
 }
 
 // Results do not depend on the thread count on the float kernel either.
@@ -350,6 +369,26 @@ TEST(DiagPairs, SymmetricAgreesWithTheGeneralPath) {
   const std::vector<double> b = all_entries<float>(general, 2);
   for (std::size_t k = 0; k < a.size(); ++k)
     EXPECT_NEAR(a[k], b[k], 2e-7 * (std::abs(b[k]) + 1)) << k;
+}
+
+// With the double kernel, q = p (the symmetric kernel) and q given as a copy of p (the one-sided
+// kernel) give every entry the same bits, on every target: the two kernels round alike.
+TEST_P(DiagPairsSym, SymmetricBitwiseTheGeneralPathInDouble) {
+  Rng rng(77);
+  for (const Data data : all_data()) {
+    for (const std::int64_t d : {1, 7, 257}) {
+      const DiagSpec spec = self_spec(rng, data, 21, d);
+      const SelfPlan<double> self(spec, layout_of(Family::diag), false);
+      const Batch<double> copy = make_batch<double>(spec, layout_of(Family::diag));
+      const DiagGaussians<double> qv = diag_view(copy);
+      const cpu::DiagPairs general = make_pairs(self.view, &qv, 0, 2);
+      const cpu::DiagPairs sym = self.plan(2);
+      ASSERT_FALSE(general.symmetric());
+      ASSERT_TRUE(sym.symmetric());
+      EXPECT_EQ(all_entries<double>(sym, 2), all_entries<double>(general, 2))
+          << name(data) << " D = " << d;
+    }
+  }
 }
 
 }  // namespace

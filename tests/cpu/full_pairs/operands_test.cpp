@@ -12,6 +12,8 @@
 #include <cstdio>
 #include <random>
 #include <string>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "cpu/full_pairs/gemm.hpp"
@@ -147,6 +149,84 @@ TEST(FullOperands, RandomDataIsMostlyKept) {
                   static_cast<long long>(f32.flagged), static_cast<long long>(f32.entries));
       EXPECT_LE(f64.flagged, f64.entries / 100) << test::name(fp) << " D=" << d;
       EXPECT_LE(f32.flagged, f32.entries / 100) << test::name(fp) << " D=" << d;
+    }
+}
+
+// An entry's bits depend on p_i and q_j only: the same pairs from a subset of the rows, from
+// the rows permuted (with repeats), with rows of 1e3-offset means added, and with q = p against q
+// given as a copy of p, give bitwise the same values (NaN where either leaves it to re-scoring).
+std::vector<double> entries(const test::Spec& ps, const test::Spec& qs, Family fp, bool self) {
+  const test::Batch<double> p = test::make_batch<double>(ps, test::layout_of(fp));
+  const test::Batch<double> q =
+      test::make_batch<double>(self ? ps : qs, test::layout_of(Family::full));
+  const Gaussians<double> pv = p.view(), qv = q.view();
+  PreparedBatch pb(layout_for(pv, false), pv.n());
+  PreparedBatch qb(layout_for(qv, fp != Family::full), qv.n());
+  EXPECT_LT(prepare_range(pv, 0, pv.n(), pb, 2).index, 0);
+  EXPECT_LT(prepare_range(qv, 0, qv.n(), qb, 2).index, 0);
+  const FullOperands plan(qb, qv.n(), self ? nullptr : &pb, pv.n(), 1e-13, 2);
+  std::vector<double> out(static_cast<std::size_t>(pv.n() * qv.n()));
+  plan.rows(0, pv.n(), 0, qv.n(), out.data(), qv.n());
+  return out;
+}
+
+// spec's rows, then extra's (the same family).
+test::Spec append(const test::Spec& spec, const test::Spec& extra) {
+  test::Spec out = spec;
+  std::visit(
+      [&](auto& o) {
+        const auto& e = std::get<std::decay_t<decltype(o)>>(extra);
+        o.mean.insert(o.mean.end(), e.mean.begin(), e.mean.end());
+        if constexpr (requires { o.tril; }) {
+          o.tril.insert(o.tril.end(), e.tril.begin(), e.tril.end());
+        } else if constexpr (requires { o.stddev; }) {
+          o.stddev.insert(o.stddev.end(), e.stddev.begin(), e.stddev.end());
+        }
+        o.n += e.n;
+      },
+      out);
+  return out;
+}
+
+bool same_bits(double a, double b) {
+  return (std::isnan(a) && std::isnan(b)) || a == b;
+}
+
+TEST(FullOperands, EntriesDoNotDependOnTheOtherRows) {
+  test::Rng rng(34);
+  for (const Family fp : {Family::full, Family::diag})
+    for (const std::int64_t d : {1, 3, 16, 33}) {
+      const test::Spec ps = test::random_spec(rng, fp, 19, d);
+      const test::Spec qs = test::random_spec(rng, Family::full, 13, d);
+      const test::Spec far = test::random_spec(rng, fp, 7, d, test::kAdversarial);
+      const std::vector<double> whole = entries(ps, qs, fp, false);
+      const std::vector<std::int64_t> pick = {18, 3, 3, 0, 11, 7, 12, 1, 9};
+      std::vector<std::int64_t> padded = pick;
+      for (std::int64_t r = 0; r < 7; ++r)
+        padded.push_back(19 + r);
+      const std::vector<std::int64_t> cols = {12, 0, 5, 5, 2};
+      const test::Spec p_sub = test::take_rows(ps, pick);
+      const test::Spec q_sub = test::take_rows(qs, cols);
+      const std::vector<double> sub = entries(p_sub, q_sub, fp, false);
+      for (std::size_t a = 0; a < pick.size(); ++a)
+        for (std::size_t b = 0; b < cols.size(); ++b)
+          EXPECT_TRUE(same_bits(sub[a * cols.size() + b], whole[pick[a] * 13 + cols[b]]))
+              << test::name(fp) << " D=" << d << " " << pick[a] << " " << cols[b];
+      // p with far rows appended (they shift any batch-wide statistic of the means).
+      const test::Spec joined = append(ps, far);
+      const std::vector<double> more = entries(test::take_rows(joined, padded), qs, fp, false);
+      for (std::size_t a = 0; a < pick.size(); ++a)
+        for (std::int64_t j = 0; j < 13; ++j)
+          EXPECT_TRUE(same_bits(more[a * 13 + j], whole[pick[a] * 13 + j]))
+              << test::name(fp) << " D=" << d << " padded " << pick[a] << " " << j;
+      if (fp == Family::full) {
+        const std::vector<double> self = entries(ps, ps, fp, true);
+        const std::vector<double> given = entries(ps, ps, fp, false);
+        for (std::size_t k = 0; k < self.size(); ++k) {
+          if (k % 20 == 0) continue;  // the diagonal: left to the exact formula with q = p
+          EXPECT_TRUE(same_bits(self[k], given[k])) << "D=" << d << " entry " << k;
+        }
+      }
     }
 }
 
