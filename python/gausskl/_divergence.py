@@ -13,11 +13,10 @@ from __future__ import annotations
 import math
 
 from gausskl import _arrays, _ext, _options, _progress
-from gausskl._distributions import DiagGaussian
 from gausskl._errors import for_caller
 from gausskl._jitter import with_hint
-from gausskl._ops import (NEEDS_GRAD, TORCH_PATH, _knn_k, _Request, kl, knn_kl, pairs_inputs,
-                          pairwise_kl, rowwise_inputs)
+from gausskl._ops import (NEEDS_GRAD, TORCH_PATH, _compiled, _knn_k, _Request, kl, knn_kl,
+                          pairs_inputs, pairwise_kl, rowwise_inputs)
 
 KINDS = tuple(_ext.DIVERGENCES)
 
@@ -45,19 +44,8 @@ def _check_kind(kind, alpha, op="divergence") -> float:
 
 def _transformed(op, kind) -> bool:
     """Whether torch.func.grad (jvp, ...) is active: its wrapped tensors have no memory the
-    library could read, so the call takes the torch path. torch.func.vmap is not supported yet
-    for these kinds (the torch path's checks read values: data-dependent control flow)."""
-    if not _arrays.transformed():
-        return False
-    import torch
-
-    functorch = torch._C._functorch
-    if any(i.key() == functorch.TransformType.Vmap for i in functorch.get_interpreter_stack()):
-        raise NotImplementedError(
-            f"[{op}] kind={kind!r}: torch.func.vmap is not supported yet for the kinds other "
-            "than kl; loop over the batch, or give the batch to one call (batch shapes "
-            "broadcast)")
-    return True
+    library could read, so the call takes the torch path (torch.func.vmap: gausskl._compile)."""
+    return _arrays.transformed()
 
 
 class _DivergenceRequest(_Request):
@@ -98,13 +86,7 @@ class _DivergenceRequest(_Request):
             return dt.rowwise(self.op, self.kind, self.alpha, self.p, self.q,
                               self.jitter).to(self.out_dtype())
         exact = torch.as_tensor(self.values(self.library(for_grad=True))).to(self.out_dtype())
-        if isinstance(self.p, DiagGaussian) and isinstance(self.q, DiagGaussian):
-            formula = dt.diag_pair(self.kind, self.alpha, *dt.sigma_terms(self.p),
-                                   *dt.sigma_terms(self.q))
-        else:
-            formula = dt.rowwise(self.op, self.kind, self.alpha, self.p, self.q, None,
-                                 check=False)
-        formula = formula.to(exact.dtype)
+        formula = dt.formula(self.kind, self.alpha, self.p, self.q).to(exact.dtype)
         # The library's values forward, the formula's gradient backward.
         return exact + (formula - formula.detach())
 
@@ -146,8 +128,8 @@ def divergence(p, q, kind: str = "kl", alpha: float | None = None, *, jitter: fl
         pair: the library's values forward, the gradient of the same closed forms in torch
         operations backward (double backward too); on the torch path, and with a ``jitter``
         where a covariance or precision matrix is factored (as ``gk.kl``), values and gradients
-        of the torch forms. ``torch.func.grad`` takes the torch path; ``torch.func.vmap`` of the
-        kinds other than kl is not implemented (NotImplementedError).
+        of the torch forms. ``torch.func.grad`` takes the torch path; under ``torch.func.vmap``
+        and ``torch.compile`` the call is a torch custom operator (gausskl._compile).
 
     Examples
     --------
@@ -168,6 +150,8 @@ def divergence(p, q, kind: str = "kl", alpha: float | None = None, *, jitter: fl
         p, q = rowwise_inputs("divergence", p, q)
         jitter, memory_budget, threads = _options.common("divergence", jitter, memory_budget,
                                                          threads)
+        if (p._torch or q._torch) and _arrays.traced("divergence"):
+            return _compiled("divergence")(kind, a, p, q, jitter, memory_budget, threads)
         request = _DivergenceRequest(kind, a, p, q, threads=threads, jitter=jitter,
                                      budget=memory_budget, torch_path=torch_path)
         try:
@@ -288,6 +272,10 @@ def pairwise(p, q=None, kind: str = "kl", alpha: float | None = None, *, jitter:
                                progress=_progress.callback("pairwise", progress))
         p, q = pairs_inputs("pairwise", p, q)
         jitter, memory_budget, threads = _options.common("pairwise", jitter, memory_budget, threads)
+        if (p._torch or (q is not None and q._torch)) and _arrays.traced("pairwise"):
+            return _compiled("pairwise")(kind, a, p, q, jitter,
+                                        _options.tolerance("pairwise", tolerance), memory_budget,
+                                        threads)
         request = _PairsRequest("pairwise", kind, a, p, q, threads=threads, jitter=jitter,
                                 budget=memory_budget, torch_path=torch_path,
                                 progress=_progress.callback("pairwise", progress),
@@ -335,6 +323,9 @@ def knn(p, q=None, k: int | None = None, *, kind: str = "kl", alpha: float | Non
         jitter, memory_budget, threads = _options.common("knn", jitter, memory_budget, threads)
         if k.__class__ is bool or not isinstance(k, int):
             raise TypeError(f"[knn] k must be an int, found {type(k).__name__}")
+        if (p._torch or (q is not None and q._torch)) and _arrays.traced("knn"):
+            return _compiled("knn")(kind, a, p, q, k, bool(exclude_self), jitter,
+                                   _options.tolerance("knn", tolerance), memory_budget, threads)
         request = _PairsRequest("knn", kind, a, p, q, threads=threads, jitter=jitter,
                                 budget=memory_budget, torch_path=torch_path, k=k,
                                 progress=_progress.callback("knn", progress),
