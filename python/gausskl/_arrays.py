@@ -100,8 +100,7 @@ def compiling() -> bool:
 def traced(op: str) -> bool:
     """Whether torch.compile is tracing the caller or torch.func.vmap is the active transform: the
     operations are then torch custom operators (gausskl._compile), whose fake implementations
-    and vmap rules these need. vmap with grad, jvp, ... inside or around it is not supported
-    (NotImplementedError)."""
+    and vmap rules these need (with torch.func.grad inside or around vmap as well)."""
     checks = _TORCH_CHECKS or _torch_checks()
     if checks is None:
         return False
@@ -112,13 +111,8 @@ def traced(op: str) -> bool:
         return True
     torch = torch_module()
     functorch = torch._C._functorch
-    keys = [i.key() for i in functorch.get_interpreter_stack()]
-    vmaps = keys.count(functorch.TransformType.Vmap)
-    if vmaps and vmaps < len(keys):
-        raise NotImplementedError(
-            f"[{op}] torch.func.vmap combined with torch.func.grad, jvp, jacrev, ... is not "
-            "supported; vmap alone is, and so is torch.autograd through vmap (loss.backward())")
-    return vmaps > 0
+    return any(i.key() == functorch.TransformType.Vmap
+               for i in functorch.get_interpreter_stack())
 
 
 def transformed() -> bool:

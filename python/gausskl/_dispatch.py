@@ -15,7 +15,7 @@ from gausskl import _arrays
 from gausskl import _ext
 from gausskl import _options
 from gausskl._batches import contiguous
-from gausskl._distributions import FORMS, DiagGaussian
+from gausskl._distributions import FORMS
 from gausskl._errors import for_caller
 from gausskl._jitter import Jitter, with_hint
 
@@ -199,19 +199,8 @@ def _kl_torch_path(request):
 
 def _kinds_transformed(request) -> bool:
     """Whether torch.func.grad (jvp, ...) is active: its wrapped tensors have no memory the
-    library could read, so the call takes the torch path. torch.func.vmap is not supported yet
-    for these kinds (the torch path's checks read values: data-dependent control flow)."""
-    if not _arrays.transformed():
-        return False
-    import torch
-
-    functorch = torch._C._functorch
-    if any(i.key() == functorch.TransformType.Vmap for i in functorch.get_interpreter_stack()):
-        raise NotImplementedError(
-            f"[{request.op}] kind={request.kind!r}: torch.func.vmap is not supported yet for the "
-            "kinds other than kl; loop over the batch, or give the batch to one call (batch "
-            "shapes broadcast)")
-    return True
+    library could read, so the call takes the torch path (torch.func.vmap: gausskl._compile)."""
+    return _arrays.transformed()
 
 
 def _rowwise_with_grad(request, on_host):
@@ -227,11 +216,7 @@ def _rowwise_with_grad(request, on_host):
         _options.check_torch_path(r.op, r.jitter, 0.0, r.budget)
         return dt.rowwise(r.op, r.kind, r.alpha, r.p, r.q, r.jitter).to(r.out_dtype())
     exact = torch.as_tensor(r.values(r.library(for_grad=True))).to(r.out_dtype())
-    if isinstance(r.p, DiagGaussian) and isinstance(r.q, DiagGaussian):
-        formula = dt.diag_pair(r.kind, r.alpha, *dt.sigma_terms(r.p), *dt.sigma_terms(r.q))
-    else:
-        formula = dt.rowwise(r.op, r.kind, r.alpha, r.p, r.q, None, check=False)
-    formula = formula.to(exact.dtype)
+    formula = dt.formula(r.kind, r.alpha, r.p, r.q).to(exact.dtype)
     return exact + (formula - formula.detach())
 
 

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import math
 
-from gausskl import _options, _progress
+from gausskl import _arrays, _options, _progress
 from gausskl._dispatch import KINDS, Request
 from gausskl._errors import for_caller
 from gausskl._jitter import with_hint
-from gausskl._ops import _knn_k, kl, knn_kl, pairs_inputs, pairwise_kl, rowwise_inputs
+from gausskl._ops import (_compiled, _knn_k, kl, knn_kl, pairs_inputs, pairwise_kl,
+                          rowwise_inputs)
 
 
 def _check_kind(kind, alpha, op="divergence") -> float:
@@ -72,8 +73,8 @@ def divergence(p, q, kind: str = "kl", alpha: float | None = None, *, jitter: fl
         pair: the library's values forward, the gradient of the same closed forms in torch
         operations backward (double backward too); on the torch path, and with a ``jitter``
         where a covariance or precision matrix is factored (as ``gk.kl``), values and gradients
-        of the torch forms. ``torch.func.grad`` takes the torch path; ``torch.func.vmap`` of the
-        kinds other than kl is not implemented (NotImplementedError).
+        of the torch forms. ``torch.func.grad`` takes the torch path; under ``torch.func.vmap``
+        and ``torch.compile`` the call is a torch custom operator (gausskl._compile).
 
     Examples
     --------
@@ -94,6 +95,8 @@ def divergence(p, q, kind: str = "kl", alpha: float | None = None, *, jitter: fl
         p, q = rowwise_inputs("divergence", p, q)
         jitter, memory_budget, threads = _options.common("divergence", jitter, memory_budget,
                                                          threads)
+        if (p._torch or q._torch) and _arrays.traced("divergence"):
+            return _compiled("divergence")(kind, a, p, q, jitter, memory_budget, threads)
         request = Request("divergence", p, q, threads=threads, jitter=jitter,
                           budget=memory_budget, torch_path=torch_path, kind=kind, alpha=a)
         try:
@@ -147,6 +150,10 @@ def pairwise(p, q=None, kind: str = "kl", alpha: float | None = None, *, jitter:
                                progress=_progress.callback("pairwise", progress))
         p, q = pairs_inputs("pairwise", p, q)
         jitter, memory_budget, threads = _options.common("pairwise", jitter, memory_budget, threads)
+        if (p._torch or (q is not None and q._torch)) and _arrays.traced("pairwise"):
+            return _compiled("pairwise")(kind, a, p, q, jitter,
+                                        _options.tolerance("pairwise", tolerance), memory_budget,
+                                        threads)
         request = Request("pairwise", p, q, self_pairs=q is None, kind=kind, alpha=a,
                           threads=threads, jitter=jitter, budget=memory_budget,
                           torch_path=torch_path, progress=_progress.callback("pairwise", progress),
@@ -194,6 +201,9 @@ def knn(p, q=None, k: int | None = None, *, kind: str = "kl", alpha: float | Non
         jitter, memory_budget, threads = _options.common("knn", jitter, memory_budget, threads)
         if k.__class__ is bool or not isinstance(k, int):
             raise TypeError(f"[knn] k must be an int, found {type(k).__name__}")
+        if (p._torch or (q is not None and q._torch)) and _arrays.traced("knn"):
+            return _compiled("knn")(kind, a, p, q, k, bool(exclude_self), jitter,
+                                   _options.tolerance("knn", tolerance), memory_budget, threads)
         request = Request("knn", p, q, self_pairs=q is None, kind=kind, alpha=a,
                           threads=threads, jitter=jitter, budget=memory_budget,
                           torch_path=torch_path, k=k, progress=_progress.callback("knn", progress),

@@ -6,14 +6,8 @@ library does not run on; CPU tensors with torch_path=True).
   from their parameter; otherwise every side is dense, (mean, covariance S, a square factor L
   with L L' = S, ln det S), its factor and log-determinant from gausskl._torch_path.Side (the
   jitter, the errors and the symmetric gradients of covariance matrices are KL's).
-* Per pair (_pair, on prepared rows gathered for the pairs): the closed forms of
-  docs/divergences.md. Two diagonal sides per dimension (jeffreys as 4 sinh^2 t, no r - ln r);
-  dense: jeffreys = KL both ways with the log-determinants cancelled out of it; bhattacharyya,
-  hellinger and renyi through the Cholesky factor of the mixed covariance; wasserstein2 as
-  |d|^2 + |L_1 - L_2 U|_F^2, U the orthogonal polar factor of L_2' L_1 (from an SVD, held
-  constant: the sum is stationary in U, so its gradient at fixed U is the gradient), and
-  between full sides above D = 8 by symmetric factorizations (_w2_trace: eigvalsh of
-  L_1' S_2 L_1), as the library.
+* Per pair (pair, on prepared rows gathered for the pairs): the kind's diagonal or dense form
+  from gausskl._formulas.KINDS.
 * Row-wise (rowwise), all pairs (pairwise) and knn in chunks of pairs within the memory budget;
   PairsBackward recomputes the formula chunk by chunk for the gradients of the library's
   all-pairs values, so that the backward holds one chunk's graph at a time.
@@ -26,6 +20,7 @@ import math
 import torch
 
 from gausskl import _ext
+from gausskl._formulas import KINDS, SYMMETRIC, RenyiFailure
 from gausskl._torch_path import (DEFAULT_BLOCK_BYTES, DIRECT_CHUNK_BYTES, KNN_BLOCK_BYTES, Side,
                                  _flat, broadcast_batches, check_same_d, compute_dtype, fail,
                                  rule, validate)
@@ -45,32 +40,9 @@ def sigma_terms(g):
     return g.mean, torch.rsqrt(x), -0.5 * torch.log(x)
 
 
-def _m(u):
-    """u - log1p(u); the library's series near 0 is for values, this is for gradients."""
-    return u - torch.log1p(u)
-
-
 def diag_pair(kind, alpha, m1, s1, l1, m2, s2, l2):
-    """D(p || q) of diagonal sides (broadcasting), the closed forms per dimension summed."""
-    delta, t = m1 - m2, l1 - l2
-    if kind == "kl":
-        return 0.5 * (delta**2 * torch.exp(-2 * l2) + torch.expm1(2 * t) - 2 * t).sum(-1)
-    if kind == "jeffreys":
-        terms = 0.5 * (delta**2 * (torch.exp(-2 * l1) + torch.exp(-2 * l2))
-                       + 4 * torch.sinh(t) ** 2)
-    elif kind in ("bhattacharyya", "hellinger"):
-        log_cosh = torch.abs(t) + torch.log1p(torch.exp(-2 * torch.abs(t))) - math.log(2)
-        terms = 0.25 * delta**2 / (s1**2 + s2**2) + 0.5 * log_cosh
-    elif kind == "wasserstein2":
-        terms = delta**2 + (s1 - s2) ** 2
-    else:
-        beta = 1 - alpha
-        mu = torch.expm1(2 * t)
-        mixed = 1 + beta * mu
-        terms = (0.5 * alpha * delta**2 * torch.exp(-2 * l2) / mixed
-                 + 0.5 * (_m(mu) - _m(beta * mu) / beta))
-    value = terms.sum(-1)
-    return -torch.expm1(-value) if kind == "hellinger" else value
+    """D(p || q) of diagonal sides (broadcasting): the kind's diagonal form."""
+    return KINDS[kind].diag(alpha, m1, s1, l1, m2, s2, l2)
 
 
 class _Prep:
@@ -123,105 +95,17 @@ def prepare(op: str, side: str, g, dtype, jitter, dense: bool) -> _Prep:
     return out
 
 
-def _solve(P: _Prep, X):
-    return torch.linalg.solve_triangular(P.L, X, upper=P.upper)
-
-
-def _sq(X):
-    return (X * X).sum((-2, -1))
-
-
-def _logdet_of(L):
-    return 2.0 * torch.log(torch.diagonal(L, dim1=-2, dim2=-1)).sum(-1)
-
-
-class RenyiFailure:
-    """The first pair (its index among the pairs given) whose mixed covariance is not positive
-    definite: its pivot and the pivot's value, as the library reports them."""
-
-    def __init__(self, index: int, pivot: int, value: float):
-        self.index, self.pivot, self.value = index, pivot, value
-
-
-def _schur_pivot(M: torch.Tensor, k: int) -> float:
-    """The k-th pivot of the Cholesky factorization of M (its leading k x k block factoring)."""
-    M = M.detach()
-    if k == 0:
-        return float(M[0, 0])
-    Lk = torch.linalg.cholesky(M[:k, :k])
-    y = torch.linalg.solve_triangular(Lk, M[:k, k:k + 1], upper=False)
-    return float(M[k, k] - (y * y).sum())
-
-
-# wasserstein2 as the library computes it (src/cpu/divergence/dense.hpp): up to this D the polar
-# form, above it between full sides the trace form of symmetric factorizations.
-_W2_POLAR_ALWAYS = 8
-
-
-def _w2_trace(d, P: _Prep, Q: _Prep):
-    """|d|^2 + tr S_1 + tr S_2 - 2 sum sqrt(eig(L_1' S_2 L_1)): L_1' S_2 L_1 is symmetric and
-    similar to S_1 S_2, so its eigenvalues (eigvalsh, differentiable) are those of S_1 S_2;
-    eigenvalues zero up to rounding (D eps of the largest) contribute zero."""
-    M = P.L.transpose(-1, -2) @ Q.S @ P.L
-    mu = torch.linalg.eigvalsh(0.5 * (M + M.transpose(-1, -2)))
-    dim = mu.shape[-1]
-    tol = dim * torch.finfo(mu.dtype).eps * torch.clamp_min(mu.detach().amax(-1, keepdim=True), 0)
-    live = mu > tol
-    roots = torch.where(live, torch.sqrt(torch.where(live, mu, torch.ones_like(mu))),
-                        torch.zeros_like(mu)).sum(-1)
-    traces = (torch.diagonal(P.S, dim1=-2, dim2=-1).sum(-1)
-              + torch.diagonal(Q.S, dim1=-2, dim2=-1).sum(-1))
-    return _sq(d) + torch.clamp_min(traces - 2 * roots, 0.0)
-
-
 def pair(kind: str, alpha: float, P: _Prep, Q: _Prep, check: bool = False):
     """D(p_k || q_k) for the prepared rows (equal counts): (values, a RenyiFailure or None;
     checked only with check, for renyi of order > 1)."""
+    k = KINDS[kind]
     if not P.dense:
-        if check and kind == "renyi" and alpha > 1:
-            with torch.no_grad():
-                mixed = 1 + (1 - alpha) * torch.expm1(2 * (P.logsigma - Q.logsigma))
-                bad = torch.nonzero(~(mixed > 0))
-            if bad.numel():
-                i, h = int(bad[0, 0]), int(bad[0, 1])
-                return None, RenyiFailure(i, h, float(mixed[i, h] * Q.sigma[i, h] ** 2))
-        return diag_pair(kind, alpha, P.mean, P.sigma, P.logsigma, Q.mean, Q.sigma,
-                         Q.logsigma), None
-    d = (P.mean - Q.mean)[..., None]
-    dim = P.mean.shape[-1]
-    if kind == "kl":
-        two = _sq(_solve(Q, P.L)) + _sq(_solve(Q, d)) - dim + Q.logdet - P.logdet
-        value = torch.clamp_min(0.5 * two, 0.0)
-    elif kind == "jeffreys":  # KL both ways: the log-determinants cancel out of the sum
-        two = (_sq(_solve(Q, P.L)) + _sq(_solve(P, Q.L)) + _sq(_solve(P, d))
-               + _sq(_solve(Q, d)) - 2 * dim)
-        value = torch.clamp_min(0.5 * two, 0.0)
-    elif kind == "wasserstein2" and P.full and Q.full and dim > _W2_POLAR_ALWAYS:
-        value = _w2_trace(d, P, Q)
-    elif kind == "wasserstein2":
-        C = Q.L.transpose(-1, -2) @ P.L
-        with torch.no_grad():
-            A, _, Bh = torch.linalg.svd(C.detach())
-            U = A @ Bh
-        value = _sq(d) + _sq(P.L - Q.L @ U)
-    else:
-        w = 0.5 if kind != "renyi" else alpha
-        M = w * Q.S + (1 - w) * P.S
-        Lm, info = torch.linalg.cholesky_ex(M)
-        if check and bool((info != 0).any()):
-            i = int(torch.nonzero(info != 0)[0, 0])
-            k = int(info[i]) - 1
-            return None, RenyiFailure(i, k, _schur_pivot(M[i], k))
-        y = torch.linalg.solve_triangular(Lm, d, upper=False)
-        logs = _logdet_of(Lm) - (1 - w) * P.logdet - w * Q.logdet
-        if kind == "renyi":
-            value = 0.5 * alpha * _sq(y) - logs / (2 * (alpha - 1))
-        else:
-            value = 0.125 * _sq(y) + 0.5 * logs
-        value = torch.clamp_min(value, 0.0)
-        if kind == "hellinger":
-            value = -torch.expm1(-value)
-    return value, None
+        if check and k.diag_failure is not None:
+            failure = k.diag_failure(alpha, P, Q)
+            if failure is not None:
+                return None, failure
+        return k.diag(alpha, P.mean, P.sigma, P.logsigma, Q.mean, Q.sigma, Q.logsigma), None
+    return k.dense(alpha, P, Q, check)
 
 
 def _renyi_error(op: str, where: str, f: RenyiFailure):
@@ -272,13 +156,20 @@ def rowwise(op: str, kind: str, alpha: float, p, q, jitter, check: bool = True):
     return value.reshape(batch)
 
 
+def formula(kind: str, alpha: float, p, q):
+    """The row-wise formula whose gradient is the gradient of the library's values (inputs the
+    library validated): two diagonal sides by the diagonal form directly, else as rowwise."""
+    if p.family == "diag" and q.family == "diag":
+        return diag_pair(kind, alpha, *sigma_terms(p), *sigma_terms(q))
+    return rowwise("divergence", kind, alpha, p, q, None, check=False)
+
+
 def factored(g) -> bool:
     """Whether a side is factored from a matrix (where a jitter can apply)."""
     return g.family == "full" and g.param in _FACTORED
 
 
 # -- all pairs ------------------------------------------------------------------------------------
-SYMMETRIC = tuple(k["name"] for k in _ext.KINDS if k["symmetric"])  # the library's kind table
 
 
 def _pair_bytes(P: _Prep) -> int:

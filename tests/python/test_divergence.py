@@ -199,8 +199,7 @@ def test_torch_values_and_gradients(rng, kind, alpha):
 
 @needs_torch
 def test_torch_gradients_of_other_families():
-    """Every family pair has gradients now (tests/python/test_divergence_grad.py checks them);
-    torch.func.vmap of these kinds is what is not implemented yet."""
+    """Every family pair has gradients (tests/python/test_divergence_grad.py checks them)."""
     import torch
 
     c = torch.eye(2, dtype=torch.float64).expand(3, 2, 2)
@@ -213,10 +212,11 @@ def test_torch_gradients_of_other_families():
     out = gk.divergence(gk.FullGaussian(m.detach(), covariance=c), p.__class__(m.detach(),
                         covariance=c), "bhattacharyya")
     assert isinstance(out, torch.Tensor) and not out.any()
-    with pytest.raises(NotImplementedError, match=r"torch.func.vmap is not supported yet"):
-        torch.func.vmap(lambda x: gk.divergence(gk.FullGaussian(x, covariance=c),
-                                                gk.FullGaussian(x, covariance=c),
-                                                "bhattacharyya"))(m.detach()[None])
+    # torch.func.vmap: the operator of gausskl._compile (tests/python/test_compile_kinds.py)
+    out = torch.func.vmap(lambda x: gk.divergence(gk.FullGaussian(x, covariance=c),
+                                                  gk.FullGaussian(x, covariance=c),
+                                                  "bhattacharyya"))(m.detach()[None])
+    assert out.shape == (1, 3) and not out.any()
 
 
 assert HAS_TORCH or True
