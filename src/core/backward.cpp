@@ -9,7 +9,7 @@
 #include "core/kinds.hpp"
 #include "core/plan.hpp"
 #include "core/validate.hpp"
-#include "cpu/backward.hpp"
+#include "cpu/backend.hpp"
 #include "gausskl/gradients.hpp"
 #include "gausskl/ops.hpp"
 
@@ -69,8 +69,7 @@ void run_backend(const char* op, std::int64_t n, std::int64_t d, F&& f) {
   try {
     f();
   } catch (const std::bad_alloc&) {
-    detail::fail_out_of_memory(
-        op, "out of memory for the workspace (D = " + show(d) + ", N = " + show(n) + ")");
+    detail::fail_workspace(op, d, n);
   }
 }
 

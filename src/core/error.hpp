@@ -13,9 +13,21 @@ namespace gausskl::detail {
   throw InputError(ErrorKind::invalid_input, op, what);
 }
 
+// The text of a Renyi divergence of order > 1 that is infinite at `where` ("row 3", "p row 1 and
+// q row 2"): its mixed covariance's Cholesky factorization fails at pivot `pivot` with `value`.
+std::string renyi_infinite_text(const std::string& where, std::int64_t pivot,
+                                const std::string& value);
+
 // An allocation that failed.
 [[noreturn]] inline void fail_out_of_memory(const char* op, const std::string& what) {
   throw ResourceError(ErrorKind::out_of_memory, op, what);
+}
+
+// An allocation of a computation's workspace that failed, for distributions of dimension d, n
+// of them.
+[[noreturn]] inline void fail_workspace(const char* op, std::int64_t d, std::int64_t n) {
+  fail_out_of_memory(op,
+                     "out of memory for the workspace (D = " + show(d) + ", N = " + show(n) + ")");
 }
 
 // a * b, or a tagged error if it does not fit in int64 (sizes are never allowed to wrap).

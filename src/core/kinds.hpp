@@ -1,5 +1,6 @@
-// The one rule of Options::divergence that depends on the operation: only gausskl::divergence
-// computes a kind other than KL (for now; issue 15 adds the all-pairs ones).
+// The one rule of Options::divergence that depends on the operation: the operations named for KL
+// (kl, kl_standard_normal, pairwise_kl, pairwise_kl_rows, knn_kl and the gradients) take kind kl
+// only; divergence, pairwise, pairwise_rows and knn take any kind.
 #pragma once
 
 #include <string>

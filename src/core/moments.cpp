@@ -8,13 +8,23 @@
 #include <string>
 
 #include "core/error.hpp"
-#include "cpu/common/parallel.hpp"
-#include "cpu/moments/update.hpp"
-#include "cpu/tunables.hpp"
+#include "cpu/backend.hpp"
 
 namespace gausskl {
 
 namespace detail {
+
+namespace {
+
+// The rules of the threads and ddof arguments.
+void check_threads(const char* op, int threads) {
+  if (threads < 0) fail(op, "threads must be >= 0 (0 = all cores), found " + show(threads));
+}
+void check_ddof(const char* op, std::int64_t ddof) {
+  if (ddof < 0) fail(op, "ddof must be >= 0, found " + show(ddof));
+}
+
+}  // namespace
 
 struct MomentAccess {
   static cpu::Moments moments(MomentAccumulator& a) {
@@ -61,7 +71,7 @@ struct MomentAccess {
     if (std::cmp_not_equal(out.size(), size)) {
       fail(op, "the covariance needs room for " + show(size) + " values, got " + show(out.size()));
     }
-    if (ddof < 0) fail(op, "ddof must be >= 0, found " + show(ddof));
+    check_ddof(op, ddof);
     if (ddof >= a.count_) {
       fail(op, "ddof = " + show(ddof) + " needs more than " + show(ddof) + " rows, found " +
                    show(a.count_) + " (the covariance divides by count - ddof)");
@@ -99,12 +109,12 @@ void fit_impl(const View<T, 2>& x, std::span<double> mean, std::span<double> cov
               std::int64_t ddof, MomentFamily family, int threads) {
   const char* op = "fit_gaussian";
   if (x.shape[1] < 1) fail(op, "x has " + show(x.shape[1]) + " columns; expected D >= 1");
-  if (threads < 0) fail(op, "threads must be >= 0 (0 = all cores), found " + show(threads));
+  detail::check_threads(op, threads);
   if (std::cmp_not_equal(mean.size(), x.shape[1])) {
     fail(op,
          "the mean needs room for D = " + show(x.shape[1]) + " values, got " + show(mean.size()));
   }
-  if (ddof < 0) fail(op, "ddof must be >= 0, found " + show(ddof));
+  detail::check_ddof(op, ddof);
   if (ddof >= x.shape[0]) {
     fail(op, "ddof = " + show(ddof) + " needs more than " + show(ddof) + " rows, found " +
                  show(x.shape[0]) + " (the covariance divides by N - ddof)");
@@ -121,7 +131,7 @@ void fit_impl(const View<T, 2>& x, std::span<double> mean, std::span<double> cov
 MomentAccumulator::MomentAccumulator(std::int64_t d, MomentFamily family, int threads)
     : d_(d), family_(family), threads_(threads) {
   const std::int64_t size = scatter_size(kTag, d, family);
-  if (threads < 0) fail(kTag, "threads must be >= 0 (0 = all cores), found " + show(threads));
+  detail::check_threads(kTag, threads);
   try {
     mean_.assign(static_cast<std::size_t>(d), 0.0);
     scatter_.assign(static_cast<std::size_t>(size), 0.0);

@@ -4,12 +4,7 @@
 #include <type_traits>
 
 #include "core/error.hpp"
-#include "cpu/all_pairs.hpp"
-#include "cpu/common/parallel.hpp"
-#include "cpu/common/saturating.hpp"
-#include "cpu/divergence/diag_tiles.hpp"
-#include "cpu/knn/loops.hpp"
-#include "cpu/tunables.hpp"
+#include "cpu/backend.hpp"
 #include "gausskl/limits.hpp"
 
 namespace gausskl::detail {
@@ -35,12 +30,22 @@ int threads_of(const Options& options) {
   return std::max(cpu::resolve_threads(options.threads), 1);
 }
 
+// The diagonal all-pairs kernels' workers: fewer for calls too small to pay for waking them.
+template <class T>
+int diag_pairs_workers(const Gaussians<T>& p, const Gaussians<T>& q, int threads) {
+  const std::int64_t work = sat_mul(sat_mul(p.n(), q.n()), p.d());
+  return static_cast<int>(
+      std::clamp<std::int64_t>(work / cpu::kDiagPairsWorkPerThread, 1, threads));
+}
+
 }  // namespace
 
 template <class T>
 cpu::RowwiseConfig plan_rowwise(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t n,
                                 const Options& options) {
   cpu::RowwiseConfig plan;
+  plan.kind = options.divergence;
+  plan.alpha = options.alpha;
   // Two diagonal sides (or q = N(0, I)) and two sides given by their factors have SIMD kernels
   // that read the views in place; every other pair of families is prepared pair by pair.
   if (is_diag(p) && (!q || is_diag(*q))) {
@@ -66,6 +71,7 @@ cpu::RowwiseConfig plan_rowwise(const Gaussians<T>& p, const Gaussians<T>* q, st
   const std::int64_t wanted = sat_mul(n, per_row) / cpu::kRowwiseWorkPerThread;
   plan.workers = static_cast<int>(
       std::clamp<std::int64_t>(std::min<std::int64_t>(wanted, n), 1, threads_of(options)));
+  plan.blas_threads = plan.workers == 1 ? threads_of(options) : 1;
   return plan;
 }
 
@@ -73,7 +79,7 @@ template <class T>
 void check_rowwise_budget(const char* op, const cpu::RowwiseConfig& plan, const Gaussians<T>& p,
                           const Gaussians<T>* q, std::int64_t n, const Options& options) {
   if (options.memory_budget == 0) return;
-  const std::int64_t needed = cpu::kl_rowwise_footprint(p, q, n, plan);
+  const std::int64_t needed = cpu::rowwise_footprint(p, q, n, plan);
   if (needed > options.memory_budget) {
     throw MemoryBudgetError(op, options.memory_budget,
                             "the row-wise work takes " + show_bytes(needed));
@@ -90,6 +96,22 @@ PairsPlan plan_pairs(const Gaussians<T>& p, const Gaussians<T>* q, const Options
   const Gaussians<T>& qq = q ? *q : p;
   PairsPlan plan;
   cpu::PairsConfig& b = plan.backend;
+  b.kind = options.divergence;
+  b.alpha = options.alpha;
+  const int threads = threads_of(options);
+  b.workers = threads;
+  if (b.kind != Divergence::kl) {
+    b.path = cpu::PairsPath::divergence;
+    if (is_diag(p) && is_diag(qq) && cpu::diag_tiles_kind(b.kind)) {
+      b.diag_tiles = true;
+      b.tolerance = effective_tolerance<T>(options.tolerance);
+      b.workers = diag_pairs_workers(p, qq, threads);
+    } else {
+      b.workers = plan_rowwise(p, &qq, sat_mul(p.n(), qq.n()), options).workers;
+    }
+    b.blas_threads = b.workers == 1 ? threads : 1;
+    return plan;
+  }
   if (is_diag(p) && is_diag(qq)) {
     b.path = cpu::PairsPath::diag;
   } else if (std::holds_alternative<FullGaussians<T>>(qq.variant()) &&
@@ -100,24 +122,32 @@ PairsPlan plan_pairs(const Gaussians<T>& p, const Gaussians<T>* q, const Options
     b.path = cpu::PairsPath::lowrank;
   }
   b.tolerance = effective_tolerance<T>(options.tolerance);
-  const int threads = threads_of(options);
-  b.workers = threads;
   if (b.path == cpu::PairsPath::diag) {
     // The float kernel when its bound leaves the tolerance a margin (kDiagFloatKernelMargin);
     // with q = p otherwise the kernel that gives both directions of a pair at once.
     const bool use_float =
         std::is_same_v<T, float> &&
-        b.tolerance >= cpu::kDiagFloatKernelMargin * cpu::DiagPairs::float_kernel_bound(p.d());
+        b.tolerance >= cpu::kDiagFloatKernelMargin * cpu::diag_float_kernel_bound(p.d());
     b.kernel = use_float ? cpu::DiagKernelKind::float_kernel
                : q       ? cpu::DiagKernelKind::double_kernel
                          : cpu::DiagKernelKind::sym;
-    // Fewer workers for calls too small to pay for waking them (kDiagPairsWorkPerThread).
-    const std::int64_t work = sat_mul(sat_mul(p.n(), qq.n()), p.d());
-    b.workers =
-        static_cast<int>(std::clamp<std::int64_t>(work / cpu::kDiagPairsWorkPerThread, 1, threads));
+    b.workers = diag_pairs_workers(p, qq, threads);
     plan.writes_float = true;
   }
   return plan;
+}
+
+template <class U>
+std::int64_t result_row_bytes(const char* op, const PairsPlan& plan, std::int64_t m, bool to_out) {
+  constexpr bool in_place = std::is_same_v<U, double>;
+  const bool direct = !in_place && plan.writes_float;
+  // The block of doubles unless the engine writes the floats itself, and for float results the
+  // conversion for a sink (KL counts it for results into out too: it sizes KL's blocks, so its
+  // progress reports and budget messages, as they are).
+  const bool converted = !in_place && (!to_out || plan.backend.kind == Divergence::kl);
+  const std::int64_t bytes =
+      (direct ? 0 : 8) + (converted ? static_cast<std::int64_t>(sizeof(U)) : 0);
+  return checked_mul(op, m, bytes, "M * 8");
 }
 
 template <class T>
@@ -129,7 +159,7 @@ void size_blocks(const char* op, PairsPlan& plan, const Gaussians<T>& p, const G
     plan.block_rows = std::clamp<std::int64_t>(limits::default_block_bytes / row_bytes, 1, n);
     return;
   }
-  const cpu::PairsBytes bytes = cpu::AllPairs::footprint(p, q, plan.backend);
+  const cpu::PairsBytes bytes = cpu::PairsEngine<T>::footprint(p, q, plan.backend);
   std::int64_t work = bytes.work;
   if (knn) {
     const std::int64_t m = q ? q->n() : p.n();
@@ -144,24 +174,6 @@ void size_blocks(const char* op, PairsPlan& plan, const Gaussians<T>& p, const G
                                 show_bytes(row_bytes) + " more");
   }
   plan.block_rows = std::min(left / row_bytes, n);
-}
-
-template <class T>
-cpu::DivergenceConfig plan_divergence_pairs(const Gaussians<T>& p, const Gaussians<T>* q,
-                                            const Options& options) {
-  const Gaussians<T>& qq = q ? *q : p;
-  cpu::DivergenceConfig config{options.divergence, options.alpha, 1};
-  if (is_diag(p) && is_diag(qq) && cpu::diag_tiles_kind(options.divergence)) {
-    config.diag_tiles = true;
-    config.tolerance = effective_tolerance<T>(options.tolerance);
-    const std::int64_t work = sat_mul(sat_mul(p.n(), qq.n()), p.d());
-    config.workers = static_cast<int>(
-        std::clamp<std::int64_t>(work / cpu::kDiagPairsWorkPerThread, 1, threads_of(options)));
-  } else {
-    config.workers = plan_rowwise(p, &qq, sat_mul(p.n(), qq.n()), options).workers;
-  }
-  config.blas_threads = config.workers == 1 ? threads_of(options) : 1;
-  return config;
 }
 
 cpu::PairsBackwardConfig plan_pairs_backward(std::int64_t n, std::int64_t m, std::int64_t d,
@@ -189,8 +201,7 @@ cpu::PairsBackwardConfig plan_pairs_backward(std::int64_t n, std::int64_t m, std
   template PairsPlan plan_pairs<T>(const Gaussians<T>&, const Gaussians<T>*, const Options&);     \
   template void size_blocks<T>(const char*, PairsPlan&, const Gaussians<T>&, const Gaussians<T>*, \
                                const Options&, std::int64_t, bool);                               \
-  template cpu::DivergenceConfig plan_divergence_pairs<T>(const Gaussians<T>&,                    \
-                                                          const Gaussians<T>*, const Options&);
+  template std::int64_t result_row_bytes<T>(const char*, const PairsPlan&, std::int64_t, bool);
 GAUSSKL_INSTANTIATE(float)
 GAUSSKL_INSTANTIATE(double)
 #undef GAUSSKL_INSTANTIATE

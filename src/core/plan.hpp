@@ -12,15 +12,13 @@
 #include <cstdint>
 
 #include "cpu/backend.hpp"
-#include "cpu/backward.hpp"
-#include "cpu/divergence/config.hpp"
 #include "gausskl/types.hpp"
 
 namespace gausskl::detail {
 
-// ---- row-wise: kl, kl_standard_normal and their gradients ----
+// ---- row-wise: divergence, kl, kl_standard_normal and the gradients ----
 
-// n rows of results; q == nullptr: q = N(0, I).
+// n rows of results of options.divergence; q == nullptr: q = N(0, I).
 template <class T>
 cpu::RowwiseConfig plan_rowwise(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t n,
                                 const Options& options);
@@ -31,11 +29,12 @@ template <class T>
 void check_rowwise_budget(const char* op, const cpu::RowwiseConfig& plan, const Gaussians<T>& p,
                           const Gaussians<T>* q, std::int64_t n, const Options& options);
 
-// ---- all pairs: pairwise_kl, pairwise_kl_rows, knn_kl ----
+// ---- all pairs of every kind: pairwise, pairwise_rows, knn (and the _kl names) ----
 
 struct PairsPlan {
   cpu::PairsConfig backend;
-  // Float results are written by the path itself (the diagonal path), without a block of doubles.
+  // Float results are written by the path itself (KL's diagonal path), without a block of
+  // doubles.
   bool writes_float = false;
   // Rows per block of results (size_blocks).
   std::int64_t block_rows = 0;
@@ -46,26 +45,25 @@ struct PairsPlan {
 template <class T>
 double effective_tolerance(double requested);
 
-// Path, tolerance, kernel and workers; q == nullptr: q = p.
+// The engine's path for options.divergence, its tolerance, kernel and workers; q == nullptr:
+// q = p. KL: by the families (cpu::PairsPath). Other kinds: for two diagonal sides of a kind with
+// a tiled path (cpu::diag_tiles_kind) that path, its tolerance and the diagonal kernel's workers
+// (kDiagPairsWorkPerThread); otherwise the row-wise rule's workers over the N * M pairs, every
+// entry exact per pair.
 template <class T>
 PairsPlan plan_pairs(const Gaussians<T>& p, const Gaussians<T>* q, const Options& options);
 
+// Bytes per row of m results of type U that size pairwise's blocks; to_out: the results go to
+// the caller's array, else to a sink. An error if it overflows.
+template <class U>
+std::int64_t result_row_bytes(const char* op, const PairsPlan& plan, std::int64_t m, bool to_out);
+
 // plan.block_rows for results of row_bytes per row (and knn's selection with `knn`): with a
-// budget, what the path's footprint leaves of it, an error if that cannot hold one row; without,
-// blocks of limits::default_block_bytes.
+// budget, what the engine's footprint leaves of it, an error if that cannot hold one row;
+// without, blocks of limits::default_block_bytes.
 template <class T>
 void size_blocks(const char* op, PairsPlan& plan, const Gaussians<T>& p, const Gaussians<T>* q,
                  const Options& options, std::int64_t row_bytes, bool knn);
-
-// ---- all pairs of the divergences other than KL: pairwise, pairwise_rows, knn ----
-
-// The kind and alpha; for two diagonal sides of a kind with a tiled path (cpu::diag_tiles_kind)
-// that path, its tolerance (effective_tolerance) and the diagonal kernel's workers
-// (kDiagPairsWorkPerThread); otherwise the row-wise rule's workers over the N * M pairs, every
-// entry exact per pair. q == nullptr: q = p.
-template <class T>
-cpu::DivergenceConfig plan_divergence_pairs(const Gaussians<T>& p, const Gaussians<T>* q,
-                                            const Options& options);
 
 // ---- all-pairs gradients ----
 

@@ -1,5 +1,5 @@
 // Input rules, checked once at the public entry. The vectorized fast paths that say only
-// whether a batch passes are kernels of the CPU backend (cpu/common/validate_rows.hpp), given the
+// whether a batch passes are kernels of the CPU backend (cpu/backend.hpp), given the
 // bounds to check; the rules, and the messages naming the first bad value, are here.
 #include "core/validate.hpp"
 
@@ -15,8 +15,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "cpu/common/parallel.hpp"
-#include "cpu/common/validate_rows.hpp"
+#include "cpu/backend.hpp"
 #include "gausskl/limits.hpp"
 #include "util/rules.hpp"
 

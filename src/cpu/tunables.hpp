@@ -118,12 +118,9 @@ inline constexpr std::int64_t kBhatChunkTerms = 32;
 // ---- diag_pairs/plan.cpp: the diagonal all-pairs driver ----
 
 // Each worker runs the kernel and then the finish (the O(1) terms, the error bound, exact
-// re-scoring) over passes of rows whose [rows, M] doubles take about this many bytes. When every
-// kernel call packed all of q again, small passes were slow (N = M = 4096, D = 256, float32, 2
-// threads: 256 KiB 659 ms, 1 MiB 426 ms, 4 MiB 396 ms, 64 MiB 334 ms). With q packed once per
-// plan (diag_pairs/plan.hpp) they are flat within this machine's noise (pairwise_kl from C++, min
-// of 4 calls, 3 runs each: 256 KiB 300-340 ms, 1 MiB 256-274, 4 MiB 264-281, 64 MiB 252-268; the
-// loop nest before q was packed once: 266-291), so one pass per worker stays.
+// re-scoring) over passes of rows whose [rows, M] doubles take about this many bytes. With q
+// packed once per plan the pass size measured flat (bench/README.md, "Measurements out of the
+// code"), so one pass per worker stays.
 inline constexpr std::int64_t kDiagPassBytes = std::int64_t{1} << 26;
 
 // q = p with the double kernel (diag_pairs/plan.cpp, sym_block): column panels are taken in blocks
@@ -139,12 +136,8 @@ inline constexpr std::int64_t kDiagSymBlockBytes = std::int64_t{512} << 10;
 inline constexpr std::int64_t kDiagFloatPassBytes = std::int64_t{1} << 20;
 
 // Diagonal all-pairs calls of fewer than this many (i, j, h) per worker run on fewer workers
-// (AllPairs::workers). 2^18 is ~16 us of the symmetric kernel. When parallel regions started
-// threads afresh it was 2^22 (N = M = 100 at D = 256 took 0.50 ms on one thread and 0.94 on two);
-// with the pool (parallel.hpp) a second worker costs a wake-up of ~3 us, and nothing when it
-// cannot start in time (the caller takes its share). pairwise_kl from C++, q = p, D = 256, min of
-// 3000 calls, 1 vs 2 threads, another job holding about one core (load 1.3-1.9): N = 25 (160K,
-// one worker either way) 30.8 vs 30.8 us, N = 50 (640K) 76.4 vs 77.0, N = 70 (1.25M) 118 vs 103.
+// (PairsConfig::workers). 2^18 is ~16 us of the symmetric kernel; a pool worker's wake-up costs
+// ~3 us (measurements: bench/README.md, "Measurements out of the code").
 inline constexpr std::int64_t kDiagPairsWorkPerThread = std::int64_t{1} << 18;
 
 // Rows per unit of work of the diagonal path's prepare() when it writes p's rows only (when a
@@ -190,8 +183,8 @@ inline constexpr std::int64_t kRowwiseDiagStridedChunk = 256;
 // rows cost ~4x the forward's (1.06 us a pair at d = 16, 3.6 at d = 32): 16 rows, ~17 us at
 // d = 16, so that the blog-sized 256 x 16 batch makes 16 chunks for two workers rather than 4
 // (a worker descheduled on this shared machine strands its chunk; the forward's 64-pair chunks
-// take ~60 us at d = 32). Not tuned on an idle machine: the 2 cores were loaded (load 6-8) the
-// whole time these kernels were written, which made 2-worker timings meaningless.
+// take ~60 us at d = 32). Not tuned for 2 workers (bench/README.md, "Measurements out of the
+// code").
 inline constexpr std::int64_t kRowwiseBackwardDiagChunk = 64;
 inline constexpr std::int64_t kRowwiseBackwardFullChunk = 16;
 

@@ -12,6 +12,8 @@
 namespace gausskl::io {
 namespace {
 
+constexpr const char* kMultiDisk = "multi-disk archives are not supported";
+
 struct EndRecord {
   std::uint64_t entries = 0;
   std::uint64_t directory_size = 0;
@@ -36,8 +38,7 @@ void read_zip64_end(const RandomAccessInput& file, std::uint64_t locator_offset,
   const std::uint32_t record_disk = in_locator.u32();
   const std::uint64_t record_offset = in_locator.u64();
   const std::uint32_t disks = in_locator.u32();
-  if (record_disk != 0 || disks > 1)
-    throw_read_error(where, "multi-disk archives are not supported");
+  if (record_disk != 0 || disks > 1) throw_read_error(where, kMultiDisk);
   if (record_offset > locator_offset || locator_offset - record_offset < zip::kZip64EndSize) {
     throw_read_error(where, "Zip64 end record lies outside the archive");
   }
@@ -53,7 +54,7 @@ void read_zip64_end(const RandomAccessInput& file, std::uint64_t locator_offset,
   end.directory_offset = in.u64();
   end.directory_limit = record_offset;
   if (disk != 0 || directory_disk != 0 || disk_entries != end.entries) {
-    throw_read_error(where, "multi-disk archives are not supported");
+    throw_read_error(where, kMultiDisk);
   }
 }
 
@@ -93,7 +94,7 @@ EndRecord read_end_record(const RandomAccessInput& file) {
       }
     }
     if (disk != 0 || directory_disk != 0 || disk_entries != end.entries) {
-      throw_read_error(where, "multi-disk archives are not supported");
+      throw_read_error(where, kMultiDisk);
     }
     return end;
   }

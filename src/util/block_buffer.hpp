@@ -1,22 +1,7 @@
-// Storage for a block of results: tens to hundreds of MiB, written once per call. Its first
-// touch costs a page fault per 4 KiB page, which measured 20% of a pairwise call (N = M = 4096,
-// D = 256, float32: 275 ms, of which 55 ms in faults and clearing pages). Blocks of 4 MiB or more
-// are aligned to 2 MiB and offered to transparent huge pages (madvise; the system's default on
-// Debian), one fault per 2 MiB: 275 -> 220 ms. Where THP is off this is a plain allocation.
-//
-// Blocks of kMapBytes or more are mapped from the kernel directly (mmap) rather than taken from
-// malloc, and unmapped when freed. glibc's malloc maps such blocks itself only until the first
-// one is freed: it then raises its mapping threshold to that block's size (up to 32 MiB), and
-// later blocks come from its heap, where freed ones stay resident and fragment among other
-// allocations. Measured in bench/peers.py's harness (pairwise_kl from Python, N = M = 1024,
-// D = 256, float32, ~100 calls, result allocated per call by torch.empty): the heap grew by 2 MiB
-// every few calls, peak extra memory 33-44 MiB over six runs; with the result in a BlockBuffer
-// (python/gausskl/_ops.py) 23.3-25.0 MiB over nine runs, flat from the first call on.
-//
-// Smaller blocks come from operator new: a mapped block pays its page faults on every call, and
-// below 4 MiB (where huge pages start) that is a fault per 4 KiB page. The pairwise backward of a
-// sum at B = 1024, D = 256 makes two 1 MiB gradients: 2.4-2.8 -> 1.35-1.4 ms a call (2 threads)
-// with them from the heap, which reuses them from call to call.
+// Storage for a block of results, written once per call: large blocks are mapped (and offered
+// to huge pages) so their first touch costs few page faults and freeing returns them to the
+// system; small ones come from the heap, which reuses them. Measurements: bench/README.md,
+// "Measurements out of the code".
 #pragma once
 
 #include <cstddef>
@@ -34,8 +19,8 @@ namespace gausskl::detail {
 template <class T>
 class BlockBuffer {
  public:
-  // Blocks of at least this many bytes are mapped (see above), and offered to huge pages;
-  // smaller ones come from operator new.
+  // Blocks of at least this many bytes are mapped and offered to huge pages; smaller ones come
+  // from operator new.
   static constexpr std::size_t kMapBytes = std::size_t{4} << 20;
 
   BlockBuffer() = default;

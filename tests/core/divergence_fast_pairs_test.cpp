@@ -339,11 +339,10 @@ TEST(DivergenceFastPairs, BlocksGiveTheSameBits) {
     const DiagGaussians<double> p = pb.view();
     const auto whole = run<double, double>(options_of(kind), p, nullptr);
     const Gaussians<double> gp(p);
-    const cpu::DivergenceConfig config =
-        detail::plan_divergence_pairs<double>(gp, nullptr, options_of(kind));
+    const cpu::PairsConfig config =
+        detail::plan_pairs<double>(gp, nullptr, options_of(kind)).backend;
     ASSERT_TRUE(config.diag_tiles);
-    const cpu::PairsBytes bytes =
-        cpu::DiagDivergenceTiles<double>::footprint(300, 300, 5, true, config);
+    const cpu::PairsBytes bytes = cpu::PairsEngine<double>::footprint(gp, nullptr, config);
     for (const std::int64_t rows : {1, 37, 256, 299}) {
       SCOPED_TRACE(std::to_string(rows) + " rows per block");
       const std::int64_t budget = bytes.kept + bytes.work + rows * 300 * 8;
@@ -378,7 +377,7 @@ TEST(DivergenceFastPairs, PlanChoosesTheTiledPath) {
         Divergence::hellinger, Divergence::renyi}) {
     Options o = options_of(kind);
     if (kind == Divergence::renyi) o.alpha = 0.5;
-    const cpu::DivergenceConfig c = detail::plan_divergence_pairs<double>(p, nullptr, o);
+    const cpu::PairsConfig c = detail::plan_pairs<double>(p, nullptr, o).backend;
     EXPECT_EQ(c.diag_tiles, kind != Divergence::renyi) << divergence_name(kind);
     if (c.diag_tiles) {
       EXPECT_EQ(c.tolerance, limits::default_tolerance<double>);

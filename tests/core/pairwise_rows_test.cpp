@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "core/plan.hpp"
-#include "cpu/all_pairs.hpp"
+
 #include "cpu/backend.hpp"
-#include "cpu/knn/loops.hpp"
+
 #include "gausskl/ops.hpp"
 #include "support/allocations.hpp"
 #include "support/batches.hpp"
@@ -30,7 +30,7 @@ std::int64_t budget_for_rows(const Gaussians<T>& p, const std::type_identity_t<G
   options.threads = threads;
   options.tolerance = tolerance;
   const detail::PairsPlan plan = detail::plan_pairs(p, q, options);
-  const cpu::PairsBytes bytes = cpu::AllPairs::footprint(p, q, plan.backend);
+  const cpu::PairsBytes bytes = cpu::PairsEngine<T>::footprint(p, q, plan.backend);
   const std::int64_t m = q ? q->n() : p.n();
   const std::int64_t selection =
       knn ? cpu::knn_block_bytes(m, bytes.pair_scratch, plan.backend.workers) : 0;
@@ -217,7 +217,7 @@ TEST(MemoryBudget, AllocationsPeakWithinTheBudget) {
     std::vector<float> rowwise(std::min(n, m));
     const Batch<float> p_rows = make_batch<float>(
         make_specs(rng, Data::random, family, family, m, m, d).first, layout_of(family));
-    options.memory_budget = cpu::kl_rowwise_footprint(
+    options.memory_budget = cpu::rowwise_footprint(
         p_rows.view(), &qv, m, detail::plan_rowwise(p_rows.view(), &qv, m, options));
     rowwise.resize(m);
     {

@@ -274,7 +274,7 @@ TEST_P(ValidateTargets, ScaleTrilRows) {
   }
 }
 
-// The checks of diagonal batches without messages (validate_rows.hpp), on every compiled Highway
+// The checks of diagonal batches without messages (cpu/backend.hpp), on every compiled Highway
 // target, in float and double: rows stored as one run, rows padded (row stride D + 3) and
 // columns strided (column stride 2), at D = 32 (whole vectors), 7 and 1 (tails), on 1 and 2
 // threads. Each rule is broken at the first and last entries of a row in one of 300 rows, with a

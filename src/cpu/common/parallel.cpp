@@ -181,9 +181,8 @@ Pool* pool() noexcept {
 
 int resolve_threads(int requested) {
   if (requested > 0) return requested;
-  // Read once: glibc's hardware_concurrency opens and parses /sys/devices/system/cpu/online on
-  // every call (5.7 us here), and one operation resolves `threads` several times (validation,
-  // worker counts): +25 us on the 5 x 3 row-wise KL, whose work takes 2 us.
+  // Read once: glibc's hardware_concurrency parses a file on every call, and an operation
+  // resolves `threads` several times.
   static const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return hardware;
 }

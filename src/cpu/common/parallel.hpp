@@ -12,7 +12,7 @@ int resolve_threads(int requested);
 // Calls fn(worker, begin, end) on `workers` contiguous, increasing ranges that cover [0, n),
 // worker 0 on the calling thread. Each output element is computed by exactly one call, so
 // results never depend on the worker count. The other ranges run on threads of a pool started
-// on first use (a fresh thread per range cost ~20 us each, more than a small call's work); the
+// on first use (a fresh thread per range costs more than a small call's work); the
 // caller takes ranges no pool thread has taken yet, so a range never waits for a busy or
 // descheduled thread to start it. After a job a pool thread stays awake for kPoolAwake
 // (tunables.hpp), yielding to other threads, before it parks; so does a caller waiting for its

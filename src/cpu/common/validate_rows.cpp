@@ -1,4 +1,4 @@
-// Highway runtime dispatch of the vectorized checks of validate_rows.hpp: compiled once per
+// Highway runtime dispatch of the vectorized checks of backend.hpp: compiled once per
 // target (foreach_target.h).
 #undef HWY_TARGET_INCLUDE
 // A path from src/, an include directory (__FILE__ is not reliable).
@@ -10,7 +10,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "cpu/common/validate_rows.hpp"
+#include "cpu/backend.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace gausskl::cpu::HWY_NAMESPACE {
@@ -18,9 +18,8 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 // Both checks compare bit patterns as signed integers, whose order is that of the non-negative
 // floats (NaN above inf; a set sign bit below them all): a running integer max (and min) per
-// lane, two integer operations a vector and no mask, in two independent chains. Comparing as
-// floats (two compares and two mask ANDs a vector) took twice the time on AVX3 (4096 floats:
-// 0.25 vs 0.12 us on the machine of tunables.hpp, 0.09 us with the two chains). The partial last
+// lane, two integer operations a vector and no mask, in two independent chains (half the time of
+// float compares and mask ANDs: bench/README.md, "Measurements out of the code"). The partial last
 // vector of a row is loaded masked (AVX2 and up, lanes past the row set to a value that passes)
 // or checked element by element.
 template <class T, bool kAbs>
@@ -89,7 +88,7 @@ bool WithinF64(const double* data, std::int64_t rows, std::int64_t row_stride, s
   return Rows<double, false>(data, rows, row_stride, n, lo, hi);
 }
 
-// tril_rows (validate_rows.hpp). Per vector, x * w with w = 0 left of the diagonal (x * 0 is 0 for
+// tril_rows (backend.hpp). Per vector, x * w with w = 0 left of the diagonal (x * 0 is 0 for
 // finite x, NaN for inf and NaN) and w = 1 right of it must compare equal to 0 (-0 does, NaN does
 // not); row r's w is window + d - 1 - r, window = [0] * d + [1] * (d - 1). The comparisons are
 // ANDed as masks (a running sum would chain every vector on the add latency; Ne would not do: it is

@@ -1,10 +1,10 @@
-// All-pairs KL between diagonal batches, backward (cpu/backward.hpp): the operands in double,
+// All-pairs KL between diagonal batches, backward (cpu/backend.hpp): the operands in double,
 // then one of two paths: a grad with one value at every pair (a sum or a mean of the matrix,
 // given as that one value or found in the [N, M] grad) has closed forms
 // (diag_pairs_backward/uniform.hpp); any other runs the GEMM forms (diag_pairs_backward/gemm.hpp).
 #include <algorithm>
 
-#include "cpu/backward.hpp"
+#include "cpu/backend.hpp"
 #include "cpu/diag_pairs_backward/gemm.hpp"
 #include "cpu/diag_pairs_backward/operands.hpp"
 #include "cpu/diag_pairs_backward/uniform.hpp"

@@ -22,7 +22,7 @@
 
 #include <cstdint>
 
-#include "cpu/divergence/config.hpp"
+#include "cpu/backend.hpp"
 #include "cpu/divergence/dense_gaussian.hpp"
 #include "cpu/pair/prepare.hpp"
 #include "gausskl/types.hpp"

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "cpu/divergence/config.hpp"
+#include "cpu/backend.hpp"
 #include "gausskl/types.hpp"
 
 namespace gausskl::cpu {

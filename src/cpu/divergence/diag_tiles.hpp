@@ -28,20 +28,14 @@
 #include <cstdint>
 #include <vector>
 
+#include "cpu/backend.hpp"
 #include "cpu/common/buffer.hpp"
 #include "cpu/diag_pairs/ukr.hpp"
 #include "cpu/divergence/bhat_ukr.hpp"
-#include "cpu/divergence/config.hpp"
 #include "cpu/pair/batches.hpp"
 #include "gausskl/types.hpp"
 
 namespace gausskl::cpu {
-
-// Whether two diagonal sides of `kind` have this path.
-constexpr bool diag_tiles_kind(Divergence kind) {
-  return kind == Divergence::wasserstein2 || kind == Divergence::jeffreys ||
-         kind == Divergence::bhattacharyya || kind == Divergence::hellinger;
-}
 
 template <class T>
 class DiagDivergenceTiles {

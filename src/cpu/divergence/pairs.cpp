@@ -14,10 +14,6 @@ const DiagGaussians<T>* as_diag(const Gaussians<T>& g) {
   return std::get_if<DiagGaussians<T>>(&g.variant());
 }
 
-bool symmetric(Divergence kind) {
-  return kind != Divergence::renyi && kind != Divergence::kl;
-}
-
 // Prepares distributions [0, g.n()) of g into consecutive slots on `workers` workers; the failure
 // of the lowest index, if any.
 template <class T>
@@ -121,7 +117,7 @@ Failure DivergencePairs<T>::block(std::int64_t lo, std::int64_t hi, double* out)
   }
   const std::int64_t m = cols();
   const int workers = config_.workers;
-  const bool mirror = self_ && symmetric(config_.kind);
+  const bool mirror = self_ && is_symmetric(config_.kind);
   const std::int64_t scratch_size = slots_ ? slots_->pair : 0;
   std::vector<double> scratch(static_cast<std::size_t>(workers * scratch_size));
   std::vector<Failure> failures(static_cast<std::size_t>(workers));

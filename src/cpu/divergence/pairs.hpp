@@ -1,4 +1,4 @@
-// All pairs of a divergence other than KL (src/core sends KL to all_pairs.hpp): any block of rows
+// All pairs of a divergence other than KL (PairsEngine's alternative for them): any block of rows
 // of D(p_i || q_j), exact in double, for every pair of families.
 //   * two diagonal sides: with config.diag_tiles (jeffreys, wasserstein2, bhattacharyya,
 //     hellinger: diag_tiles.hpp) SIMD tiles, each entry within config.tolerance; else (renyi) the
@@ -19,7 +19,6 @@
 #include <vector>
 
 #include "cpu/backend.hpp"
-#include "cpu/divergence/config.hpp"
 #include "cpu/divergence/diag_tiles.hpp"
 #include "cpu/divergence/slots.hpp"
 #include "cpu/pair/batches.hpp"
@@ -41,7 +40,6 @@ class DivergencePairs {
   static PairsBytes footprint(const Gaussians<T>& p, const Gaussians<T>* q,
                               const DivergenceConfig& config);
 
-  std::int64_t rows() const { return p_.n(); }
   std::int64_t cols() const { return q_.n(); }
 
   // out[(i - lo) * cols() + j] = D(p_i || q_j) for lo <= i < hi and every j, on config.workers

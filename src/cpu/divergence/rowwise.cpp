@@ -1,4 +1,4 @@
-#include "cpu/divergence/rowwise.hpp"
+#include "cpu/backend.hpp"
 
 #include <algorithm>
 #include <vector>

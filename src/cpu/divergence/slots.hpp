@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "cpu/divergence/config.hpp"
+#include "cpu/backend.hpp"
 #include "cpu/divergence/dense.hpp"
 #include "cpu/pair/kl.hpp"
 #include "gausskl/types.hpp"

@@ -11,14 +11,10 @@
 
 namespace gausskl::cpu {
 
-namespace {
-
-// knn_block on m columns; exact(i, j, scratch) re-scores a pair with scratch_size doubles of
-// scratch (only called with a tolerance).
-template <class Exact>
-void select(std::int64_t m, std::int64_t scratch_size, const Exact& exact_of, std::int64_t lo,
-            std::int64_t hi, const double* block, double tolerance, std::int64_t k,
-            bool exclude_self, std::int64_t* indices, double* values, int threads) {
+void knn_block(std::int64_t m, std::int64_t scratch_size, const ExactPair& exact_of,
+               std::int64_t lo, std::int64_t hi, const double* block, double tolerance,
+               std::int64_t k, bool exclude_self, std::int64_t* indices, double* values,
+               int threads) {
   const std::int64_t per_worker = m + scratch_size;
   std::vector<std::int64_t> order(static_cast<std::size_t>(threads * m));
   std::vector<double> work(static_cast<std::size_t>(threads * per_worker));
@@ -55,25 +51,6 @@ void select(std::int64_t m, std::int64_t scratch_size, const Exact& exact_of, st
       }
     }
   });
-}
-
-}  // namespace
-
-void knn_block(const AllPairs& plan, std::int64_t lo, std::int64_t hi, const double* block,
-               double tolerance, std::int64_t k, bool exclude_self, std::int64_t* indices,
-               double* values, int threads) {
-  const auto exact = [&plan](std::int64_t i, std::int64_t j, double* scratch) {
-    return plan.exact(i, j, scratch);
-  };
-  select(plan.cols(), plan.scratch_size(), exact, lo, hi, block, tolerance, k, exclude_self,
-         indices, values, threads);
-}
-
-void knn_block_exact(std::int64_t m, std::int64_t lo, std::int64_t hi, const double* block,
-                     std::int64_t k, bool exclude_self, std::int64_t* indices, double* values,
-                     int threads) {
-  const auto never = [](std::int64_t, std::int64_t, double*) { return 0.0; };
-  select(m, 0, never, lo, hi, block, 0.0, k, exclude_self, indices, values, threads);
 }
 
 std::int64_t knn_block_bytes(std::int64_t m, std::int64_t pair_scratch, int threads) {

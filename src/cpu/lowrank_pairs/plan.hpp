@@ -23,7 +23,6 @@ class LowRankPairs {
     return PreparedPairs::bytes(p, q, workers);
   }
 
-  std::int64_t rows() const { return pairs_.rows(); }
   std::int64_t cols() const { return pairs_.cols(); }
   void block(std::int64_t lo, std::int64_t hi, double* out, int workers) const {
     pairs_.block(lo, hi, out, workers, EveryEntry{});

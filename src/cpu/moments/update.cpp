@@ -1,4 +1,4 @@
-#include "cpu/moments/update.hpp"
+#include "cpu/backend.hpp"
 
 #include <algorithm>
 #include <vector>

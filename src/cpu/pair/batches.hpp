@@ -16,13 +16,6 @@
 
 namespace gausskl::cpu {
 
-// What preparing both sides keeps and allocates, in bytes.
-struct PairsBytes {
-  std::int64_t kept = 0;  // the prepared batches
-  std::int64_t work = 0;  // preparing's scratch or block()'s, whichever is larger, on all workers
-  std::int64_t pair_scratch = 0;  // doubles of exact()'s scratch (scratch_size())
-};
-
 // Fill argument of block() that leaves every entry to the exact formula.
 struct EveryEntry {};
 

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <vector>
 
-#include "cpu/backward.hpp"
+#include "cpu/backend.hpp"
 #include "cpu/common/parallel.hpp"
 #include "cpu/rowwise/ukr_diag_backward.hpp"
 #include "cpu/rowwise/ukr_full_backward.hpp"

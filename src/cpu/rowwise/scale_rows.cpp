@@ -1,4 +1,4 @@
-// The backward of a training step's kept gradients (cpu/backward.hpp: scale_rows,
+// The backward of a training step's kept gradients (cpu/backend.hpp: scale_rows,
 // scale_rows_in_place and sum_scaled_rows), with Highway's runtime dispatch: each element is one
 // product in double (AVX2: 4 per instruction; in place, one product in T), rounded once; the same
 // bits on every target, as the scalar loop's.
@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "cpu/backward.hpp"
+#include "cpu/backend.hpp"
 #include "cpu/rowwise/ukr_diag-inl.h"
 
 HWY_BEFORE_NAMESPACE();

@@ -19,12 +19,9 @@
 // than the FMAs), except on M's diagonal, which is exactly 1 where Lp_ii = Lq_ii: with Lq = Lp
 // every entry left of it then cancels exactly, so KL(p || p) stays 0.
 //
-// No software prefetch: it measured flat. Cost per pair, and packed against scale_tril factors:
-// bench/README.md, "Kernel measurements".
-//
+// No software prefetch: it measured flat (bench/README.md, "Kernel measurements").
 // Accuracy: as the prepared path (tri_squares.hpp, pair/kl.hpp) up to one extra rounding per
-// entry from the reciprocal; Log within 4 ulp, f as rowwise/ukr_diag-inl.h. Measured against the
-// long-double reference (tests/cpu/rowwise/ukr_full_test.cpp): ~1e-14 for float and double input.
+// entry from the reciprocal; tests/cpu/rowwise/ukr_full_test.cpp holds the bars.
 
 // Per-target include guard: toggled so that foreach_target.h re-includes this file per target.
 #if defined(GAUSSKL_CPU_ROWWISE_FULL_INL_H_) == defined(HWY_TARGET_TOGGLE)

@@ -18,7 +18,7 @@
 #include <tuple>
 #include <vector>
 
-#include "cpu/backward.hpp"
+#include "cpu/backend.hpp"
 #include "cpu/diag_pairs_backward/gemm.hpp"
 #include "cpu/diag_pairs_backward/operands.hpp"
 #include "gausskl/gradients.hpp"

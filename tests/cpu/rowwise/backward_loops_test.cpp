@@ -10,7 +10,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "cpu/backward.hpp"
+#include "cpu/backend.hpp"
 #include "cpu/tunables.hpp"
 #include "support/batches.hpp"
 #include "support/generators.hpp"
