@@ -109,10 +109,7 @@ def pair(kind: str, alpha: float, P: _Prep, Q: _Prep, check: bool = False):
 
 
 def _renyi_error(op: str, where: str, f: RenyiFailure):
-    fail(op, f"the renyi divergence is infinite at {where}: its mixed covariance alpha * q.cov + "
-             f"(1 - alpha) * p.cov is not a positive-definite matrix (pivot {f.pivot} is "
-             f"{_ext.show(f.value, False)}); an order alpha > 1 needs q's covariance to dominate "
-             "(alpha - 1) / alpha times p's")
+    fail(op, _ext.renyi_infinite_text(where, f.pivot, _ext.show(f.value, False)))
 
 
 def _is_dense(p, q) -> bool:

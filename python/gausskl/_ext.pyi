@@ -36,6 +36,11 @@ RULES: dict = ...
 def show(x: float, float32: bool) -> str:
     """A value as the library's messages write it (shortest text)."""
 
+def renyi_infinite_text(where: str, pivot: int, value: str) -> str:
+    """
+    The library's text of a Renyi divergence of order > 1 that is infinite.
+    """
+
 def show_bytes(bytes: int) -> str:
     """A size as the library's messages write it: "512 B", "12.0 MiB"."""
 

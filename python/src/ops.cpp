@@ -380,6 +380,8 @@ void bind_ops(nb::module_& m) {
         return float32 ? detail::show(static_cast<float>(x)) : detail::show(x);
       },
       arg("x"), arg("float32"), "A value as the library's messages write it (shortest text).");
+  m.def("renyi_infinite_text", &detail::rules::renyi_infinite, arg("where"), arg("pivot"),
+        arg("value"), "The library's text of a Renyi divergence of order > 1 that is infinite.");
   m.def("show_bytes", &detail::show_bytes, arg("bytes"),
         "A size as the library's messages write it: \"512 B\", \"12.0 MiB\".");
   // The parameterizations' names (gausskl/types.hpp), in the order of the library's enums.

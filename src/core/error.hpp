@@ -13,10 +13,6 @@ namespace gausskl::detail {
   throw InputError(ErrorKind::invalid_input, op, what);
 }
 
-// The text of a Renyi divergence of order > 1 that is infinite at `where` ("row 3", "p row 1 and
-// q row 2"): its mixed covariance's Cholesky factorization fails at pivot `pivot` with `value`.
-std::string renyi_infinite_text(const std::string& where, std::int64_t pivot,
-                                const std::string& value);
 
 // An allocation that failed.
 [[noreturn]] inline void fail_out_of_memory(const char* op, const std::string& what) {

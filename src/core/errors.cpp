@@ -85,18 +85,4 @@ MemoryBudgetError::MemoryBudgetError(const std::string& op, std::int64_t budget,
 
 MemoryBudgetError::~MemoryBudgetError() = default;
 
-namespace detail {
-
-std::string renyi_infinite_text(const std::string& where, std::int64_t pivot,
-                                const std::string& value) {
-  return "the renyi divergence is infinite at " + where +
-         ": its mixed covariance alpha * q.cov + (1 - alpha) * p.cov is not a "
-         "positive-definite matrix (pivot " +
-         show(pivot) + " is " + value +
-         "); an order alpha > 1 needs q's covariance to dominate (alpha - 1) / alpha "
-         "times p's";
-}
-
-}  // namespace detail
-
 }  // namespace gausskl

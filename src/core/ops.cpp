@@ -43,7 +43,7 @@ void word_failure(const char* op, const Gaussians<T>& p, const Gaussians<T>* q,
     const std::string where = f.column >= 0
                                   ? "p row " + show(f.where.index) + " and q row " + show(f.column)
                                   : "row " + show(f.where.index);
-    fail(op, detail::renyi_infinite_text(where, f.where.pivot, show(f.where.value)));
+    fail(op, detail::rules::renyi_infinite(where, f.where.pivot, show(f.where.value)));
   }
   const Gaussians<T>& g = (f.side[0] == 'q' && q) ? *q : p;
   if (f.where.indefinite) {  // wasserstein2, which accepts a singular covariance

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -87,6 +88,18 @@ inline std::string text(Rule rule,
     at = close + 1;
   }
   return out;
+}
+
+// A Renyi divergence of order > 1 infinite at `where` ("row 3", "p row 1 and q row 2"): its mixed
+// covariance's Cholesky factorization fails at pivot `pivot` with `value` (shown).
+inline std::string renyi_infinite(const std::string& where, std::int64_t pivot,
+                                  const std::string& value) {
+  return "the renyi divergence is infinite at " + where +
+         ": its mixed covariance alpha * q.cov + (1 - alpha) * p.cov is not a "
+         "positive-definite matrix (pivot " +
+         show(pivot) + " is " + value +
+         "); an order alpha > 1 needs q's covariance to dominate (alpha - 1) / alpha "
+         "times p's";
 }
 
 }  // namespace gausskl::detail::rules
