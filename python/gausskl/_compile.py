@@ -26,19 +26,13 @@ import torch
 
 from gausskl import _arrays
 from gausskl import _ext
-from gausskl._distributions import CODES
-
-_FLOAT64 = torch.float64
+from gausskl._distributions import FORMS, of_code
 
 
 # -- batches as operator arguments: (tensors, code) ---------------------------------------------
 
 def _ranks(code: int) -> tuple:
-    if code == CODES["cov_factor"]:
-        return (1, 2, 1)
-    if CODES["scale_tril"] <= code <= CODES["precision_matrix"]:
-        return (1, 2)
-    return (1, 1)
+    return FORMS[code].event_ranks
 
 
 def _batch(arrays, code: int) -> tuple:
@@ -53,17 +47,7 @@ def _out_dtype(*groups) -> torch.dtype:
 
 def _gaussian(arrays, code: int):
     """A gausskl batch over operator arguments (the family from the code)."""
-    from gausskl._distributions import DiagGaussian, FullGaussian, LowRankGaussian
-
-    names = {v: k for k, v in CODES.items()}
-    name = names[code]
-    if code <= CODES["precision"]:
-        return DiagGaussian(arrays[0], **{name: arrays[1]})
-    if code == CODES["cov_factor"]:
-        return LowRankGaussian(arrays[0], cov_factor=arrays[1], cov_diag=arrays[2])
-    if code == CODES["packed_log_diagonal"]:
-        return FullGaussian(arrays[0], packed_scale_tril=arrays[1], log_diagonal=True)
-    return FullGaussian(arrays[0], **{name: arrays[1]})
+    return of_code(arrays, code)
 
 
 def _needs(flags, count: int) -> list:
@@ -272,7 +256,8 @@ def _rowwise_grads(p, p_code, q, q_code, grad, needs, threads):
     qg = _gaussian(q, q_code) if q else None
     if _autograd.library_rowwise(pg, qg):
         return _kl_backward_op(p, p_code, q, q_code, grad, needs, threads)
-    if p_code == q_code == CODES["cov_factor"]:  # its near-duplicate rows: data-dependent
+    if FORMS[p_code].family == FORMS[q_code].family == "low_rank":  # near-duplicate rows:
+        # a data-dependent branch
         return _kl_formula_backward_op(p, p_code, q, q_code, grad, needs)
 
     def values(*xs):
@@ -384,7 +369,7 @@ def _pairwise_grads(p, p_code, q, q_code, grad, needs, threads, jitter):
     from gausskl._jitter import Jitter
 
     codes = [p_code] + ([q_code] if q else [])
-    if all(c <= CODES["precision"] for c in codes) and p[0].device.type == "cpu":
+    if all(FORMS[c].family == "diag" for c in codes) and p[0].device.type == "cpu":
         return _pairwise_backward_op(p, p_code, q, q_code, grad, needs, threads)
 
     # Other families (and devices): torch's vjp of the torch path's formula, traced.
