@@ -20,12 +20,12 @@ import math
 import torch
 
 from gausskl import _ext
+from gausskl._distributions import FORMS
 from gausskl._formulas import KINDS, SYMMETRIC, RenyiFailure
 from gausskl._torch_path import (DEFAULT_BLOCK_BYTES, DIRECT_CHUNK_BYTES, KNN_BLOCK_BYTES, Side,
                                  _flat, broadcast_batches, check_same_d, compute_dtype, fail,
                                  rule, validate)
 
-_FACTORED = ("covariance", "precision_matrix")
 
 
 def sigma_terms(g):
@@ -163,7 +163,7 @@ def formula(kind: str, alpha: float, p, q):
 
 def factored(g) -> bool:
     """Whether a side is factored from a matrix (where a jitter can apply)."""
-    return g.family == "full" and g.param in _FACTORED
+    return FORMS[g._spec[0]].factored
 
 
 # -- all pairs ------------------------------------------------------------------------------------
