@@ -13,7 +13,6 @@ namespace gausskl::detail {
   throw InputError(ErrorKind::invalid_input, op, what);
 }
 
-
 // An allocation that failed.
 [[noreturn]] inline void fail_out_of_memory(const char* op, const std::string& what) {
   throw ResourceError(ErrorKind::out_of_memory, op, what);
