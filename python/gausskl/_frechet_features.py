@@ -4,26 +4,18 @@ Forsyth 2020), each Gaussian fitted exactly (gk.MomentAccumulator) in chunks of 
 
 from __future__ import annotations
 
-import operator
-
 import numpy as np
 
 from gausskl import _progress
 from gausskl._distributions import DiagGaussian, FullGaussian
 from gausskl._frechet import frechet_distance
-from gausskl._moments import MomentAccumulator, _rows
+from gausskl._moments import MomentAccumulator, _count, _rows
 
 _OP = "frechet_from_features"
 
 
 def _int(name: str, value, least: int) -> int:
-    if isinstance(value, bool):
-        raise TypeError(f"[{_OP}] {name} must be an integer, found bool")
-    try:
-        value = operator.index(value)
-    except TypeError:
-        raise TypeError(f"[{_OP}] {name} must be an integer, found "
-                        f"{type(value).__name__}") from None
+    value = _count(_OP, name, value)
     if value < least:
         raise ValueError(f"[{_OP}] {name} must be at least {least}, found {value}")
     return value
@@ -48,18 +40,20 @@ class _Side:
             raise ValueError(f"[{_OP}] {name} has {x.shape[0]} rows; the covariance needs more "
                              f"than ddof = {ddof}")
         self.rows = x
-        self.gaussian = self.fit(np.arange(x.shape[0]))
+        self.gaussian = self.fit(None)
 
     @property
     def n(self) -> int:
         return self.rows.shape[0]
 
-    def accumulate(self, acc: MomentAccumulator, index: np.ndarray) -> MomentAccumulator:
-        for lo in range(0, len(index), self.chunk):
-            acc.update(self.rows[index[lo:lo + self.chunk]])
+    def accumulate(self, acc: MomentAccumulator, index) -> MomentAccumulator:
+        """Adds the rows at index (None: all, by slices, so nothing is copied)."""
+        for lo in range(0, self.n if index is None else len(index), self.chunk):
+            hi = lo + self.chunk
+            acc.update(self.rows[lo:hi] if index is None else self.rows[index[lo:hi]])
         return acc
 
-    def fit(self, index: np.ndarray):
+    def fit(self, index):
         acc = MomentAccumulator(self.rows.shape[1], threads=self.threads)
         return self.accumulate(acc, index).gaussian(self.ddof)
 
