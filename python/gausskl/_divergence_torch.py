@@ -86,12 +86,7 @@ def prepare(op: str, side: str, g, dtype, jitter, dense: bool) -> _Prep:
     S = Side(op, side, g, dtype, jitter)
     out.dense, out.mean, out.logdet = True, S.mean, S.logdet
     out.S = S.covariance_dense()
-    if S.kind == "tril":
-        out.L, out.upper = S.L, False
-    elif S.kind == "precision":
-        out.L, out.upper = S.F, True  # L_P^-T: upper triangular
-    else:
-        out.L, out.upper = torch.linalg.cholesky(out.S), False
+    out.L, out.upper = S.triangular_factor(out.S)
     return out
 
 

@@ -105,68 +105,80 @@ def validate(op: str, side: str, g) -> None:
     bad = _first(~torch.isfinite(mean))
     if bad:
         rule(op, "finite", name=f"{side}.mean", value=_scalar(mean, bad), where=_at2(bad))
-    if g.family == "diag":
-        s = a["scale"]
-        name = f"{side}.scale ({g.param})"
-        if g.param == "logvar":
-            bad = _first(~torch.isfinite(s))
-            if bad:
-                rule(op, "finite", name=name, value=_scalar(s, bad), where=_at2(bad))
-        else:
-            bad = _first(~(torch.isfinite(s) & (s > 0)))
-            if bad:
-                rule(op, "positive_finite", name=name, value=_scalar(s, bad), where=_at2(bad))
-        v = _implied_variance(g.param, s)
-        bad = _first(~((v >= MIN_VARIANCE) & (v <= MAX_VARIANCE)))
-        if bad:
-            rule(op, "variance_range", name=name, value=_scalar(s, bad), where=_at2(bad))
-    elif g.param == "packed_scale_tril":
-        _validate_packed(op, side, g, a["scale"], mean.shape[1])
-    elif g.family == "full":
-        s = a["scale"]
-        name = f"{side}.scale ({g.param})"
+    _VALIDATE[g.family](op, side, g, a)
+
+
+def _validate_diag(op: str, side: str, g, a: dict) -> None:
+    s = a["scale"]
+    name = f"{side}.scale ({g.param})"
+    if g.param == "logvar":
         bad = _first(~torch.isfinite(s))
         if bad:
-            rule(op, "finite", name=name, value=_scalar(s, bad), where=_at3(bad))
-        if g.param == "scale_tril":
-            diag = torch.diagonal(s, dim1=-2, dim2=-1)
-            v = diag.to(compute_dtype(s.device)) ** 2
-            bad = _first(~((diag > 0) & (v >= MIN_VARIANCE) & (v <= MAX_VARIANCE)))
-            if bad:
-                rule(op, "tril_diagonal", name=name, value=_scalar(diag, bad),
-                     where=_at3([bad[0], bad[1], bad[1]]))
-            bad = _first(torch.triu(s, diagonal=1) != 0)
-            if bad:
-                rule(op, "lower_triangular", name=name, value=_scalar(s, bad), where=_at3(bad))
-        else:
-            eps = torch.finfo(s.dtype if s.dtype == torch.float64 else torch.float32).eps
-            x = s.to(compute_dtype(s.device))
-            xt = x.transpose(-1, -2)
-            d = torch.diagonal(x, dim1=-2, dim2=-1).abs()
-            scale = torch.maximum(torch.maximum(x.abs(), xt.abs()),
-                                  torch.sqrt(d[..., :, None] * d[..., None, :]))
-            asym = ((x - xt).abs() > math.sqrt(eps) * scale) & torch.tril(
-                torch.ones_like(x, dtype=torch.bool), diagonal=-1)
-            bad = _first(asym)
-            if bad:
-                n, r, c = bad
-                rule(op, "symmetric", name=name, value=_scalar(s, bad),
-                     other=_scalar(s, [n, c, r]), where=_at3(bad))
+            rule(op, "finite", name=name, value=_scalar(s, bad), where=_at2(bad))
     else:
-        w, dg = a["cov_factor"], a["cov_diag"]
-        bad = _first(~torch.isfinite(w))
+        bad = _first(~(torch.isfinite(s) & (s > 0)))
         if bad:
-            rule(op, "finite", name=f"{side}.cov_factor", value=_scalar(w, bad), where=_at3(bad))
-        # cov_diag is a variance: the rules of a diagonal "var" (src/core/validate.cpp).
-        bad = _first(~(torch.isfinite(dg) & (dg > 0)))
+            rule(op, "positive_finite", name=name, value=_scalar(s, bad), where=_at2(bad))
+    v = _implied_variance(g.param, s)
+    bad = _first(~((v >= MIN_VARIANCE) & (v <= MAX_VARIANCE)))
+    if bad:
+        rule(op, "variance_range", name=name, value=_scalar(s, bad), where=_at2(bad))
+
+
+def _validate_full(op: str, side: str, g, a: dict) -> None:
+    if g.param == "packed_scale_tril":
+        _validate_packed(op, side, g, a["scale"], a["mean"].shape[1])
+        return
+    s = a["scale"]
+    name = f"{side}.scale ({g.param})"
+    bad = _first(~torch.isfinite(s))
+    if bad:
+        rule(op, "finite", name=name, value=_scalar(s, bad), where=_at3(bad))
+    if g.param == "scale_tril":
+        diag = torch.diagonal(s, dim1=-2, dim2=-1)
+        v = diag.to(compute_dtype(s.device)) ** 2
+        bad = _first(~((diag > 0) & (v >= MIN_VARIANCE) & (v <= MAX_VARIANCE)))
         if bad:
-            rule(op, "positive_finite", name=f"{side}.cov_diag", value=_scalar(dg, bad),
-                 where=_at2(bad))
-        x = dg.to(compute_dtype(dg.device))
-        bad = _first(~((x >= MIN_VARIANCE) & (x <= MAX_VARIANCE)))
+            rule(op, "tril_diagonal", name=name, value=_scalar(diag, bad),
+                 where=_at3([bad[0], bad[1], bad[1]]))
+        bad = _first(torch.triu(s, diagonal=1) != 0)
         if bad:
-            rule(op, "variance_range", name=f"{side}.cov_diag", value=_scalar(dg, bad),
-                 where=_at2(bad))
+            rule(op, "lower_triangular", name=name, value=_scalar(s, bad), where=_at3(bad))
+    else:
+        eps = torch.finfo(s.dtype if s.dtype == torch.float64 else torch.float32).eps
+        x = s.to(compute_dtype(s.device))
+        xt = x.transpose(-1, -2)
+        d = torch.diagonal(x, dim1=-2, dim2=-1).abs()
+        scale = torch.maximum(torch.maximum(x.abs(), xt.abs()),
+                              torch.sqrt(d[..., :, None] * d[..., None, :]))
+        asym = ((x - xt).abs() > math.sqrt(eps) * scale) & torch.tril(
+            torch.ones_like(x, dtype=torch.bool), diagonal=-1)
+        bad = _first(asym)
+        if bad:
+            n, r, c = bad
+            rule(op, "symmetric", name=name, value=_scalar(s, bad),
+                 other=_scalar(s, [n, c, r]), where=_at3(bad))
+
+
+def _validate_low_rank(op: str, side: str, g, a: dict) -> None:
+    w, dg = a["cov_factor"], a["cov_diag"]
+    bad = _first(~torch.isfinite(w))
+    if bad:
+        rule(op, "finite", name=f"{side}.cov_factor", value=_scalar(w, bad), where=_at3(bad))
+    # cov_diag is a variance: the rules of a diagonal "var" (src/core/validate.cpp).
+    bad = _first(~(torch.isfinite(dg) & (dg > 0)))
+    if bad:
+        rule(op, "positive_finite", name=f"{side}.cov_diag", value=_scalar(dg, bad),
+             where=_at2(bad))
+    x = dg.to(compute_dtype(dg.device))
+    bad = _first(~((x >= MIN_VARIANCE) & (x <= MAX_VARIANCE)))
+    if bad:
+        rule(op, "variance_range", name=f"{side}.cov_diag", value=_scalar(dg, bad),
+             where=_at2(bad))
+
+
+# Each family's own rules, after the mean's.
+_VALIDATE = {"diag": _validate_diag, "full": _validate_full, "low_rank": _validate_low_rank}
 
 
 def _packed_entry(c: int):
@@ -249,52 +261,21 @@ def unpack_tril(e: torch.Tensor, d: int, log_diagonal: bool) -> torch.Tensor:
 
 class Side:
     """One batch in the forms the formulas need, in the compute dtype, differentiable. jitter:
-    the call's gausskl._jitter.Jitter (None: no jitter)."""
+    the call's gausskl._jitter.Jitter (None: no jitter). Side(...) builds the family's own form
+    (_side_class): how this batch, as q, solves with its covariance (quad, quad_diag,
+    precision_dense); the common attributes are mean, d, logdet, a2 and F (S = diag(a2) + F F')."""
+
+    kind = None  # how the solves are done: "diag", "tril", "precision", "low_rank"
+
+    def __new__(cls, op: str, side: str, g, dtype: torch.dtype, jitter=None):
+        return object.__new__(_side_class(g) if cls is Side else cls)
 
     def __init__(self, op: str, side: str, g, dtype: torch.dtype, jitter=None):
-        a = {k: v.to(dtype) for k, v in g.arrays.items()}
         self.family = g.family
-        self.mean = a["mean"]
+        self.mean = g.arrays["mean"].to(dtype)
         self.d = self.mean.shape[1]
-        self.a2 = None  # S = diag(a2) + F F'
+        self.a2 = None
         self.F = None
-        self.kind = None  # how solves with the covariance are done when this batch is q
-        if g.family == "diag":
-            s = a["scale"]
-            self.logv, self.v = _LOG_VARIANCE[g.param](s), _VARIANCE[g.param](s)
-            self.a2 = self.v
-            self.logdet = self.logv.sum(-1)
-            self.kind = "diag"
-        elif g.family == "full":
-            s = a["scale"]
-            eye = torch.eye(self.d, dtype=dtype, device=s.device)
-            if g.param == "precision_matrix":
-                self.LP = _cholesky(op, side, g, _symmetric_from_lower(s), jitter)
-                self.logdet = -2.0 * torch.log(torch.diagonal(self.LP, dim1=-2, dim2=-1)).sum(-1)
-                self.F = torch.linalg.solve_triangular(
-                    self.LP.transpose(-1, -2), eye.expand_as(self.LP), upper=True)
-                self.kind = "precision"
-            else:
-                if g.param == "scale_tril":
-                    self.L = torch.tril(s)
-                elif g.param == "packed_scale_tril":
-                    self.L = unpack_tril(s, self.d, g.log_diagonal)
-                else:
-                    self.L = _cholesky(op, side, g, _symmetric_from_lower(s), jitter)
-                self.logdet = 2.0 * torch.log(torch.diagonal(self.L, dim1=-2, dim2=-1)).sum(-1)
-                self.F = self.L
-                self.kind = "tril"
-        else:
-            self.W, self.Dg = a["cov_factor"], a["cov_diag"]
-            r = self.W.shape[-1]
-            eye = torch.eye(r, dtype=dtype, device=self.W.device)
-            self.DinvW = self.W / self.Dg[..., None]
-            C = eye + self.W.transpose(-1, -2) @ self.DinvW
-            self.LC = torch.linalg.cholesky(C)  # I + W'D^-1 W is positive definite
-            self.logdet = (2.0 * torch.log(torch.diagonal(self.LC, dim1=-2, dim2=-1)).sum(-1)
-                           + torch.log(self.Dg).sum(-1))
-            self.a2, self.F = self.Dg, self.W
-            self.kind = "low_rank"
 
     def broadcast(self, own, batch) -> "Side":
         """The same distributions repeated over the broadcast batch (views, not copies): every
@@ -312,46 +293,149 @@ class Side:
 
     # -- this batch as q: tr(X' T^-1 X) per distribution, and tr(T^-1 diag(a2)) ----------------
     def quad(self, X: torch.Tensor) -> torch.Tensor:
-        if self.kind == "diag":
-            return (X * X / self.v[..., None]).sum((-2, -1))
-        if self.kind == "tril":
-            Y = torch.linalg.solve_triangular(self.L, X, upper=False)
-            return (Y * Y).sum((-2, -1))
-        if self.kind == "precision":
-            Y = self.LP.transpose(-1, -2) @ X
-            return (Y * Y).sum((-2, -1))
-        Z = torch.linalg.solve_triangular(self.LC, self.DinvW.transpose(-1, -2) @ X, upper=False)
-        return (X * X / self.Dg[..., None]).sum((-2, -1)) - (Z * Z).sum((-2, -1))
+        raise NotImplementedError
 
     def quad_diag(self, a2: torch.Tensor) -> torch.Tensor:
-        if self.kind == "diag":
-            return (a2 / self.v).sum(-1)
-        if self.kind == "tril":
-            eye = torch.eye(self.d, dtype=self.L.dtype, device=self.L.device)
-            Linv = torch.linalg.solve_triangular(self.L, eye.expand_as(self.L), upper=False)
-            return (a2 * (Linv * Linv).sum(-2)).sum(-1)
-        if self.kind == "precision":
-            return (a2 * (self.LP * self.LP).sum(-1)).sum(-1)
-        B = self.W * (torch.sqrt(a2) / self.Dg)[..., None]
-        Z = torch.linalg.solve_triangular(self.LC, B.transpose(-1, -2), upper=False)
-        return (a2 / self.Dg).sum(-1) - (Z * Z).sum((-2, -1))
+        raise NotImplementedError
 
     def precision_dense(self) -> torch.Tensor:
         """T^-1 per distribution, [M, D, D] (pairwise of non-diagonal pairs only)."""
-        if self.kind == "diag":
-            return torch.diag_embed(1.0 / self.v)
-        if self.kind == "tril":
-            return torch.cholesky_inverse(self.L)
-        if self.kind == "precision":
-            return self.LP @ self.LP.transpose(-1, -2)
-        Z = torch.linalg.solve_triangular(self.LC, self.DinvW.transpose(-1, -2), upper=False)
-        return torch.diag_embed(1.0 / self.Dg) - Z.transpose(-1, -2) @ Z
+        raise NotImplementedError
 
     def covariance_dense(self) -> torch.Tensor:
         S = self.F @ self.F.transpose(-1, -2) if self.F is not None else 0.0
         if self.a2 is not None:
             S = S + torch.diag_embed(self.a2)
         return S
+
+    def triangular_factor(self, S: torch.Tensor):
+        """(T, upper): a triangular T with T T' = S (S is covariance_dense()); upper says which
+        triangle."""
+        return torch.linalg.cholesky(S), False
+
+
+class DiagSide(Side):
+    """S = diag(v), from any of the four parameterizations."""
+
+    kind = "diag"
+
+    def __init__(self, op: str, side: str, g, dtype: torch.dtype, jitter=None):
+        super().__init__(op, side, g, dtype, jitter)
+        s = g.arrays["scale"].to(dtype)
+        self.logv, self.v = _LOG_VARIANCE[g.param](s), _VARIANCE[g.param](s)
+        self.a2 = self.v
+        self.logdet = self.logv.sum(-1)
+
+    def quad(self, X: torch.Tensor) -> torch.Tensor:
+        return (X * X / self.v[..., None]).sum((-2, -1))
+
+    def quad_diag(self, a2: torch.Tensor) -> torch.Tensor:
+        return (a2 / self.v).sum(-1)
+
+    def precision_dense(self) -> torch.Tensor:
+        return torch.diag_embed(1.0 / self.v)
+
+
+class TrilSide(Side):
+    """S = L L', L given (scale_tril, packed) or the Cholesky factor of a covariance."""
+
+    kind = "tril"
+
+    def __init__(self, op: str, side: str, g, dtype: torch.dtype, jitter=None):
+        super().__init__(op, side, g, dtype, jitter)
+        s = g.arrays["scale"].to(dtype)
+        if g.param == "scale_tril":
+            self.L = torch.tril(s)
+        elif g.param == "packed_scale_tril":
+            self.L = unpack_tril(s, self.d, g.log_diagonal)
+        else:
+            self.L = _cholesky(op, side, g, _symmetric_from_lower(s), jitter)
+        self.logdet = 2.0 * torch.log(torch.diagonal(self.L, dim1=-2, dim2=-1)).sum(-1)
+        self.F = self.L
+
+    def quad(self, X: torch.Tensor) -> torch.Tensor:
+        Y = torch.linalg.solve_triangular(self.L, X, upper=False)
+        return (Y * Y).sum((-2, -1))
+
+    def quad_diag(self, a2: torch.Tensor) -> torch.Tensor:
+        eye = torch.eye(self.d, dtype=self.L.dtype, device=self.L.device)
+        Linv = torch.linalg.solve_triangular(self.L, eye.expand_as(self.L), upper=False)
+        return (a2 * (Linv * Linv).sum(-2)).sum(-1)
+
+    def precision_dense(self) -> torch.Tensor:
+        return torch.cholesky_inverse(self.L)
+
+    def triangular_factor(self, S: torch.Tensor):
+        return self.L, False
+
+
+class PrecisionSide(Side):
+    """S^-1 = LP LP' (a precision matrix, factored); F = LP^-T, so S = F F'."""
+
+    kind = "precision"
+
+    def __init__(self, op: str, side: str, g, dtype: torch.dtype, jitter=None):
+        super().__init__(op, side, g, dtype, jitter)
+        s = g.arrays["scale"].to(dtype)
+        eye = torch.eye(self.d, dtype=dtype, device=s.device)
+        self.LP = _cholesky(op, side, g, _symmetric_from_lower(s), jitter)
+        self.logdet = -2.0 * torch.log(torch.diagonal(self.LP, dim1=-2, dim2=-1)).sum(-1)
+        self.F = torch.linalg.solve_triangular(
+            self.LP.transpose(-1, -2), eye.expand_as(self.LP), upper=True)
+
+    def quad(self, X: torch.Tensor) -> torch.Tensor:
+        Y = self.LP.transpose(-1, -2) @ X
+        return (Y * Y).sum((-2, -1))
+
+    def quad_diag(self, a2: torch.Tensor) -> torch.Tensor:
+        return (a2 * (self.LP * self.LP).sum(-1)).sum(-1)
+
+    def precision_dense(self) -> torch.Tensor:
+        return self.LP @ self.LP.transpose(-1, -2)
+
+    def triangular_factor(self, S: torch.Tensor):
+        return self.F, True  # L_P^-T
+
+
+class LowRankSide(Side):
+    """S = diag(Dg) + W W', solved by Woodbury with the Cholesky factor LC of I + W' Dg^-1 W
+    (never densified)."""
+
+    kind = "low_rank"
+
+    def __init__(self, op: str, side: str, g, dtype: torch.dtype, jitter=None):
+        super().__init__(op, side, g, dtype, jitter)
+        self.W, self.Dg = g.arrays["cov_factor"].to(dtype), g.arrays["cov_diag"].to(dtype)
+        r = self.W.shape[-1]
+        eye = torch.eye(r, dtype=dtype, device=self.W.device)
+        self.DinvW = self.W / self.Dg[..., None]
+        C = eye + self.W.transpose(-1, -2) @ self.DinvW
+        self.LC = torch.linalg.cholesky(C)  # I + W'D^-1 W is positive definite
+        self.logdet = (2.0 * torch.log(torch.diagonal(self.LC, dim1=-2, dim2=-1)).sum(-1)
+                       + torch.log(self.Dg).sum(-1))
+        self.a2, self.F = self.Dg, self.W
+
+    def quad(self, X: torch.Tensor) -> torch.Tensor:
+        Z = torch.linalg.solve_triangular(self.LC, self.DinvW.transpose(-1, -2) @ X, upper=False)
+        return (X * X / self.Dg[..., None]).sum((-2, -1)) - (Z * Z).sum((-2, -1))
+
+    def quad_diag(self, a2: torch.Tensor) -> torch.Tensor:
+        B = self.W * (torch.sqrt(a2) / self.Dg)[..., None]
+        Z = torch.linalg.solve_triangular(self.LC, B.transpose(-1, -2), upper=False)
+        return (a2 / self.Dg).sum(-1) - (Z * Z).sum((-2, -1))
+
+    def precision_dense(self) -> torch.Tensor:
+        Z = torch.linalg.solve_triangular(self.LC, self.DinvW.transpose(-1, -2), upper=False)
+        return torch.diag_embed(1.0 / self.Dg) - Z.transpose(-1, -2) @ Z
+
+
+# Each family's torch form (gausskl._distributions.FORMS names the families).
+_SIDES = {"diag": DiagSide, "full": TrilSide, "low_rank": LowRankSide}
+
+
+def _side_class(g) -> type:
+    # A precision matrix is factored as given: inverting it first would lose its conditioning.
+    return PrecisionSide if g.param == "precision_matrix" else _SIDES[g.family]
 
 
 def _pair_rowwise(P: Side, Q: Side | None) -> torch.Tensor:
@@ -509,7 +593,7 @@ def _pair_bytes(P: Side, Q: Side) -> int:
 
 def _take(S: Side, index: torch.Tensor) -> Side:
     """The distributions of S at `index` (a 1-d tensor of rows), as a Side of len(index) rows."""
-    out = object.__new__(Side)
+    out = object.__new__(type(S))
     vars(out).update(vars(S))
     n = S.mean.shape[0]
     for name, t in vars(S).items():
