@@ -9,6 +9,7 @@
 #include <span>
 
 #include "gausskl/export.hpp"
+#include "gausskl/families.hpp"
 #include "gausskl/types.hpp"
 
 namespace gausskl {
@@ -36,11 +37,7 @@ struct Gradients {
 // operations instead.
 template <class T>
 bool has_gradients(const Gaussians<T>& g) {
-  if (std::holds_alternative<DiagGaussians<T>>(g.variant())) return true;
-  if (const auto* full = std::get_if<FullGaussians<T>>(&g.variant())) {
-    return full->param == FullParam::scale_tril || full->param == FullParam::packed_scale_tril;
-  }
-  return false;
+  return describe(g).gradients != LibraryGradients::none;
 }
 
 // Row-wise: L = sum_i grad[i] * KL(p_i || q_i), grad with as many elements as kl's out. p and q

@@ -1,26 +1,25 @@
-// The families and their parameterizations, described once: each code of a spec tuple (the
-// package's batches hand (code, mean, scale) or (code, mean, cov_factor, cov_diag)) with its
-// family, the keyword it is given by, its arrays and their event ranks, whether the library
-// factors its matrix, and which gradients the library has for it. Exported as _ext.FAMILIES
-// (indexed by code) and _ext.CODES (code by name); the sides, the batch classes, the autograd
-// and the torch path read it.
+// The families and their parameterizations as the package hands them: each code of a spec tuple
+// (the package's batches hand (code, mean, scale) or (code, mean, cov_factor, cov_diag)) with its
+// family, the keyword it is given by, its arrays and their event ranks, and what the library's
+// description (gausskl/families.hpp) says of it: whether it factors the matrix, which gradients it
+// has. Exported as _ext.FAMILIES (indexed by code) and _ext.CODES (code by name); the sides, the
+// batch classes, the autograd and the torch path read it.
 #pragma once
 
 #include <array>
 #include <cstddef>
 
+#include "gausskl/families.hpp"
 #include "gausskl/types.hpp"
 
 namespace gausskl::python {
 
-enum class Family { diag, full, low_rank };
+// The package's names of gausskl::Family's values and their batch classes, in its order.
 inline constexpr std::array<const char*, 3> family_names = {"diag", "full", "low_rank"};
 inline constexpr std::array<const char*, 3> family_classes = {"DiagGaussian", "FullGaussian",
                                                               "LowRankGaussian"};
 
-// The gradients the library computes for a code, if any (gausskl/gradients.hpp): of diagonal
-// pairs, or of full pairs given by a triangular factor.
-enum class LibraryGradients { none, diag, tril };
+// The names of gausskl::LibraryGradients' values as _ext.FAMILIES gives them.
 inline constexpr std::array<const char*, 3> gradients_names = {"", "diag", "tril"};
 
 struct Form {
@@ -41,40 +40,39 @@ struct Form {
 constexpr Form diag_form(DiagParam p) {
   const char* name = diag_param_names[static_cast<std::size_t>(p)];
   return {.name = name,
-          .family = Family::diag,
+          .family = describe_family(p).family,
           .param = name,
           .log_diagonal = false,
           .count = 2,
           .arrays = {"mean", "scale"},
           .event_rank = {1, 1},
-          .factored = false,
-          .gradients = LibraryGradients::diag,
+          .factored = describe_family(p).factored,
+          .gradients = describe_family(p).gradients,
           .diag = p};
 }
 // packed_scale_tril: L's lower triangle as [..., D (D + 1) / 2]; the others a matrix [..., D, D].
-constexpr Form full_form(const char* name, FullParam p, bool factored, LibraryGradients gradients,
-                         bool log_diagonal = false) {
+constexpr Form full_form(const char* name, FullParam p, bool log_diagonal = false) {
   return {.name = name,
-          .family = Family::full,
+          .family = describe_family(p).family,
           .param = full_param_names[static_cast<std::size_t>(p)],
           .log_diagonal = log_diagonal,
           .count = 2,
           .arrays = {"mean", "scale"},
           .event_rank = {1, p == FullParam::packed_scale_tril ? 1 : 2},
-          .factored = factored,
-          .gradients = gradients,
+          .factored = describe_family(p).factored,
+          .gradients = describe_family(p).gradients,
           .full = p};
 }
 constexpr Form low_rank_form() {
   return {.name = "cov_factor",
-          .family = Family::low_rank,
+          .family = describe_low_rank().family,
           .param = "cov_factor",
           .log_diagonal = false,
           .count = 3,
           .arrays = {"mean", "cov_factor", "cov_diag"},
           .event_rank = {1, 2, 1},
-          .factored = false,
-          .gradients = LibraryGradients::none};
+          .factored = describe_low_rank().factored,
+          .gradients = describe_low_rank().gradients};
 }
 
 // Indexed by code: the diagonal parameterizations, then the full ones, in the order of
@@ -84,12 +82,11 @@ inline constexpr std::array<Form, 10> forms = {
     diag_form(DiagParam::var),
     diag_form(DiagParam::logvar),
     diag_form(DiagParam::precision),
-    full_form("scale_tril", FullParam::scale_tril, false, LibraryGradients::tril),
-    full_form("covariance", FullParam::covariance, true, LibraryGradients::none),
-    full_form("precision_matrix", FullParam::precision_matrix, true, LibraryGradients::none),
-    full_form("packed_scale_tril", FullParam::packed_scale_tril, false, LibraryGradients::tril),
-    full_form("packed_log_diagonal", FullParam::packed_scale_tril, false, LibraryGradients::tril,
-              true),
+    full_form("scale_tril", FullParam::scale_tril),
+    full_form("covariance", FullParam::covariance),
+    full_form("precision_matrix", FullParam::precision_matrix),
+    full_form("packed_scale_tril", FullParam::packed_scale_tril),
+    full_form("packed_log_diagonal", FullParam::packed_scale_tril, true),
     low_rank_form(),
 };
 inline constexpr int kCodes = static_cast<int>(forms.size());

@@ -10,6 +10,7 @@
 #include "core/plan.hpp"
 #include "core/validate.hpp"
 #include "cpu/backend.hpp"
+#include "gausskl/families.hpp"
 #include "gausskl/gradients.hpp"
 #include "gausskl/ops.hpp"
 
@@ -21,34 +22,18 @@ using detail::fail;
 using detail::show;
 
 template <class T>
-const char* family_name(const Gaussians<T>& g) {
-  if (std::holds_alternative<DiagGaussians<T>>(g.variant())) return "diagonal";
-  if (const auto* full = std::get_if<FullGaussians<T>>(&g.variant())) {
-    return param_name(full->param);
-  }
-  return "low-rank";
-}
-
-template <class T>
 void check_supported(const char* op, const char* side, const Gaussians<T>& g) {
   if (!has_gradients(g)) {
-    fail(op, std::string(side) + " is a " + family_name(g) +
+    fail(op, std::string(side) + " is a " + describe(g).name +
                  " batch; the library computes gradients of diagonal batches and of full "
                  "batches given by scale_tril or packed_scale_tril");
   }
 }
 
-// The elements of each role's array in g.
+// The families with the library's diagonal gradients: every gradient operation's kernels.
 template <class T>
-std::int64_t scale_elements(const Gaussians<T>& g) {
-  if (const auto* diag = std::get_if<DiagGaussians<T>>(&g.variant())) {
-    return diag->scale.shape[0] * diag->scale.shape[1];
-  }
-  const auto& full = std::get<FullGaussians<T>>(g.variant());
-  if (full.param == FullParam::packed_scale_tril) {
-    return full.packed.shape[0] * full.packed.shape[1];
-  }
-  return full.scale.shape[0] * full.scale.shape[1] * full.scale.shape[2];
+bool has_diag_gradients(const Gaussians<T>& g) {
+  return describe(g).gradients == LibraryGradients::diag;
 }
 
 template <class T, class S>
@@ -61,7 +46,7 @@ void check_gradients(const char* op, const char* side, const Gaussians<T>& g,
     }
   };
   check("mean", grads.mean.size(), g.n() * g.d());
-  check("scale", grads.scale.size(), scale_elements(g));
+  check("scale", grads.scale.size(), g.n() * describe(g).scale_row);  // validated: no overflow
 }
 
 template <class F>
@@ -89,8 +74,8 @@ void kl_backward_impl(const Gaussians<T>& p, const Gaussians<T>& q, std::span<co
   check_size(op, "grad", grad.size(), n);
   check_supported(op, "p", p);
   check_supported(op, "q", q);
-  if (p.variant().index() != q.variant().index()) {
-    fail(op, std::string("p is a ") + family_name(p) + " batch and q a " + family_name(q) +
+  if (describe(p).family != describe(q).family) {
+    fail(op, std::string("p is a ") + describe(p).name + " batch and q a " + describe(q).name +
                  " one; the library's gradients take two batches of the same family");
   }
   check_gradients(op, "p", p, dp);
@@ -132,13 +117,14 @@ void with_gradients_impl(const Gaussians<T>& p, const Gaussians<T>* q, std::span
   }
   const std::int64_t n = q ? detail::broadcast_rows(op, p, *q) : p.n();
   check_size(op, "out", out.size(), n);
-  const auto* pd = std::get_if<DiagGaussians<T>>(&p.variant());
-  const auto* qd = q ? std::get_if<DiagGaussians<T>>(&q->variant()) : nullptr;
-  if (!pd || (q && !qd)) {
+  if (!has_diag_gradients(p) || (q && !has_diag_gradients(*q))) {
     fail(op,
          "the values with their gradients take diagonal batches; take kl and then "
          "kl_backward for other families");
   }
+  // The diagonal kernels' views.
+  const auto* pd = &std::get<DiagGaussians<T>>(p.variant());
+  const auto* qd = q ? &std::get<DiagGaussians<T>>(q->variant()) : nullptr;
   // A side of one row paired with every row of the other is read with row stride 0: its
   // gradients are then per pair, [n, D] (sum_scaled_rows makes its own).
   const auto paired = [n](const DiagGaussians<T>& g) {
@@ -219,11 +205,12 @@ void pairwise_backward_impl(const Gaussians<T>& p, const Gaussians<T>* q,
   }
   const std::int64_t m = q ? q->n() : p.n();
   if (grad) check_size(op, "grad", grad->size(), detail::checked_mul(op, p.n(), m, "N * M"));
-  const auto* pd = std::get_if<DiagGaussians<T>>(&p.variant());
-  const auto* qd = q ? std::get_if<DiagGaussians<T>>(&q->variant()) : pd;
-  if (!pd || !qd) {
+  if (!has_diag_gradients(p) || (q && !has_diag_gradients(*q))) {
     fail(op, "the library computes gradients of all-pairs KL between diagonal batches only");
   }
+  // The diagonal kernels' views.
+  const auto* pd = &std::get<DiagGaussians<T>>(p.variant());
+  const auto* qd = q ? &std::get<DiagGaussians<T>>(q->variant()) : pd;
   check_gradients(op, "p", p, dp);
   if (q) check_gradients(op, "q", *q, dq);
   const cpu::PairsBackwardConfig plan =

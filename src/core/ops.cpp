@@ -12,6 +12,7 @@
 #include "core/plan.hpp"
 #include "core/validate.hpp"
 #include "cpu/backend.hpp"
+#include "gausskl/families.hpp"
 #include "util/rules.hpp"
 
 namespace gausskl {
@@ -28,12 +29,6 @@ void report_jitter(const Options& options, const cpu::Jitter& jitter) {
   if (const std::int64_t n = jitter.q.load()) options.on_jitter("q", n);
 }
 
-template <class T>
-const char* full_param_name(const Gaussians<T>& g) {
-  const auto* full = std::get_if<FullGaussians<T>>(&g.variant());
-  return full ? param_name(full->param) : "scale";
-}
-
 // A failed factorization (or Renyi pair) as its error; nothing when nothing failed.
 template <class T>
 void word_failure(const char* op, const Gaussians<T>& p, const Gaussians<T>* q,
@@ -48,14 +43,14 @@ void word_failure(const char* op, const Gaussians<T>& p, const Gaussians<T>* q,
   const Gaussians<T>& g = (f.side[0] == 'q' && q) ? *q : p;
   if (f.where.indefinite) {  // wasserstein2, which accepts a singular covariance
     throw InputError(ErrorKind::not_positive_definite, op,
-                     std::string(f.side) + ".scale (" + full_param_name(g) +
+                     std::string(f.side) + ".scale (" + describe(g).scale_param +
                          ") is not positive semi-definite at distribution " + show(f.where.index) +
                          ": eigenvalue " + show(f.where.value) +
                          " is negative beyond rounding (the largest is " + show(f.where.largest) +
                          ")",
                      f.side, f.where.index, hints::regularize);
   }
-  throw NotPositiveDefiniteError(op, f.side, full_param_name(g), f.where.index, f.where.pivot,
+  throw NotPositiveDefiniteError(op, f.side, describe(g).scale_param, f.where.index, f.where.pivot,
                                  show(f.where.value));
 }
 

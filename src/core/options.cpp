@@ -29,10 +29,10 @@ void check_options(const char* op, const Options& options) {
   }
   const auto kind = static_cast<std::size_t>(options.divergence);
   if (kind >= divergence_names.size()) {
-    throw OptionError(op, "divergence",
-                      "must be one of kl, jeffreys, bhattacharyya, hellinger, "
-                      "wasserstein2, renyi",
-                      "enum value " + show(kind));
+    std::string names;
+    for (const char* name : divergence_names)
+      names += (names.empty() ? "" : ", ") + std::string(name);
+    throw OptionError(op, "divergence", "must be one of " + names, "enum value " + show(kind));
   }
   if (options.divergence == Divergence::renyi) {
     if (!(std::isfinite(options.alpha) && options.alpha > 0 && options.alpha != 1)) {

@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "cpu/backend.hpp"
+#include "gausskl/families.hpp"
 #include "gausskl/limits.hpp"
 
 namespace gausskl::detail {
@@ -15,14 +16,7 @@ using cpu::sat_mul;
 
 template <class T>
 bool is_diag(const Gaussians<T>& g) {
-  return std::holds_alternative<DiagGaussians<T>>(g.variant());
-}
-// A full batch given by its Cholesky factors (scale_tril or packed_scale_tril).
-template <class T>
-bool is_tril(const Gaussians<T>& g) {
-  const auto* full = std::get_if<FullGaussians<T>>(&g.variant());
-  return full &&
-         (full->param == FullParam::scale_tril || full->param == FullParam::packed_scale_tril);
+  return describe(g).family == Family::diag;
 }
 
 // options.threads, 0 meaning one per hardware thread.
@@ -50,7 +44,7 @@ cpu::RowwiseConfig plan_rowwise(const Gaussians<T>& p, const Gaussians<T>* q, st
   // that read the views in place; every other pair of families is prepared pair by pair.
   if (is_diag(p) && (!q || is_diag(*q))) {
     plan.path = cpu::RowwisePath::diag;
-  } else if (q && is_tril(p) && is_tril(*q)) {
+  } else if (q && describe(p).by_factor && describe(*q).by_factor) {
     plan.path = cpu::RowwisePath::tril;
   } else {
     plan.path = cpu::RowwisePath::exact;
@@ -60,12 +54,8 @@ cpu::RowwiseConfig plan_rowwise(const Gaussians<T>& p, const Gaussians<T>* q, st
   // for a low-rank side's Woodbury factors.
   const std::int64_t d = p.d();
   const auto weight = [d](const Gaussians<T>& g) -> std::int64_t {
-    if (std::holds_alternative<FullGaussians<T>>(g.variant())) return sat_mul(d, d) / 3 + 1;
-    if (const auto* low = std::get_if<LowRankGaussians<T>>(&g.variant())) {
-      const std::int64_t r = low->cov_factor.shape[2];
-      return sat_mul(r, r) + 1;
-    }
-    return 1;
+    const BatchDescription family = describe(g);
+    return family.dense ? sat_mul(d, d) / 3 + 1 : sat_mul(family.rank, family.rank) + 1;
   };
   const std::int64_t per_row = sat_mul(d, std::max(weight(p), q ? weight(*q) : 1));
   const std::int64_t wanted = sat_mul(n, per_row) / cpu::kRowwiseWorkPerThread;
@@ -114,8 +104,7 @@ PairsPlan plan_pairs(const Gaussians<T>& p, const Gaussians<T>* q, const Options
   }
   if (is_diag(p) && is_diag(qq)) {
     b.path = cpu::PairsPath::diag;
-  } else if (std::holds_alternative<FullGaussians<T>>(qq.variant()) &&
-             !std::holds_alternative<LowRankGaussians<T>>(p.variant()) &&
+  } else if (describe(qq).dense && describe(p).family != Family::low_rank &&
              qq.d() >= cpu::kFullPairsMinD) {
     b.path = cpu::PairsPath::full;
   } else {

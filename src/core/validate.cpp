@@ -239,8 +239,8 @@ bool all_within(const T* row, std::int64_t n, std::int64_t stride, T lo, T hi) {
 }
 
 template <class T>
-void validate_diag(const char* op, const std::string& side, const DiagGaussians<T>& g,
-                   int threads) {
+void validate_family(const char* op, const std::string& side, const DiagGaussians<T>& g,
+                     int threads) {
   const Accepted ok = accepted(g.param);
   check_shape(op, named(side, ".scale"), g.scale, g.mean.shape);
   const std::int64_t d = g.scale.shape[1];
@@ -292,11 +292,16 @@ bool rows_within(const View<T, 2>& v, std::int64_t lo, std::int64_t hi, bool abs
   return true;
 }
 
-// Whether a diagonal batch passes every rule of validate, without building any message, so that
-// a valid batch (the VAE's thousands of small calls) costs no string. One that fails is checked
-// again by the rules with messages, which name its first bad value.
+// Whether a batch passes every rule of validate, without building any message, so that a valid
+// diagonal batch (the VAE's thousands of small calls) costs no string. One that fails is checked
+// again by the rules with messages, which name its first bad value. Other families: always
+// checked with messages.
+template <class F>
+bool quietly_valid(const F&, int) {
+  return false;
+}
 template <class T>
-bool diag_valid(const DiagGaussians<T>& g, int threads) {
+bool quietly_valid(const DiagGaussians<T>& g, int threads) {
   const View<T, 2>&mean = g.mean, &scale = g.scale;
   if (!view_ok(mean) || mean.shape[1] < 1 || scale.shape != mean.shape || !view_ok(scale)) {
     return false;
@@ -484,8 +489,8 @@ void validate_packed(const char* op, const std::string& side, const FullGaussian
 // Every distribution is checked without messages, on `threads` threads; the element-wise checks
 // then run on the first that fails and name its first bad value.
 template <class T>
-void validate_full(const char* op, const std::string& side, const FullGaussians<T>& g,
-                   int threads) {
+void validate_family(const char* op, const std::string& side, const FullGaussians<T>& g,
+                     int threads) {
   if (g.param == FullParam::packed_scale_tril) {
     validate_packed(op, side, g, threads);
     return;
@@ -509,8 +514,8 @@ void validate_full(const char* op, const std::string& side, const FullGaussians<
 }
 
 template <class T>
-void validate_low_rank(const char* op, const std::string& side, const LowRankGaussians<T>& g,
-                       int threads) {
+void validate_family(const char* op, const std::string& side, const LowRankGaussians<T>& g,
+                     int threads) {
   const std::int64_t n = g.mean.shape[0], d = g.mean.shape[1];
   const std::int64_t r = g.cov_factor.shape[2];
   check_shape(op, named(side, ".cov_factor"), g.cov_factor, {n, d, r});
@@ -545,21 +550,15 @@ void validate_low_rank(const char* op, const std::string& side, const LowRankGau
 
 template <class T>
 void validate(const char* op, const char* side_c, const Gaussians<T>& g, int threads) {
-  if (const auto* diag = std::get_if<DiagGaussians<T>>(&g.variant())) {
-    if (diag_valid(*diag, threads)) return;
-  }
-  const std::string side = side_c;
-  const View<T, 2>& mean = g.mean();
-  check_view(op, named(side, ".mean"), mean);
-  if (mean.shape[1] < 1) fail(op, rules::text(Rule::empty_d, {{"side", side}}));
-  check_finite2(op, side + ".mean", mean, threads);
   std::visit(
       [&](const auto& family) {
-        using F = std::decay_t<decltype(family)>;
-        if constexpr (std::is_same_v<F, DiagGaussians<T>>) validate_diag(op, side, family, threads);
-        if constexpr (std::is_same_v<F, FullGaussians<T>>) validate_full(op, side, family, threads);
-        if constexpr (std::is_same_v<F, LowRankGaussians<T>>)
-          validate_low_rank(op, side, family, threads);
+        if (quietly_valid(family, threads)) return;
+        const std::string side = side_c;
+        const View<T, 2>& mean = g.mean();
+        check_view(op, named(side, ".mean"), mean);
+        if (mean.shape[1] < 1) fail(op, rules::text(Rule::empty_d, {{"side", side}}));
+        check_finite2(op, side + ".mean", mean, threads);
+        validate_family(op, side, family, threads);
       },
       g.variant());
 }

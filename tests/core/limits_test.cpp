@@ -57,5 +57,18 @@ TEST(CheckOptions, ThrowsTheRuleAsData) {
   EXPECT_THROW(check_options("kl", options), OptionError);
 }
 
+TEST(CheckOptions, AnUnknownKindListsTheKinds) {
+  Options options;
+  options.divergence = static_cast<Divergence>(17);
+  try {
+    check_options("pairwise", options);
+    FAIL() << "no error";
+  } catch (const OptionError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "[pairwise] options.divergence must be one of kl, jeffreys, bhattacharyya, "
+              "hellinger, wasserstein2, renyi, found enum value 17");
+  }
+}
+
 }  // namespace
 }  // namespace gausskl::test

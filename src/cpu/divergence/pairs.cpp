@@ -2,17 +2,13 @@
 
 #include <algorithm>
 
+#include "cpu/common/family_views.hpp"
 #include "cpu/common/parallel.hpp"
 #include "cpu/common/saturating.hpp"
 #include "cpu/divergence/diag.hpp"
 
 namespace gausskl::cpu {
 namespace {
-
-template <class T>
-const DiagGaussians<T>* as_diag(const Gaussians<T>& g) {
-  return std::get_if<DiagGaussians<T>>(&g.variant());
-}
 
 // Prepares distributions [0, g.n()) of g into consecutive slots on `workers` workers; the failure
 // of the lowest index, if any.

@@ -3,20 +3,13 @@
 #include <algorithm>
 #include <vector>
 
+#include "cpu/common/family_views.hpp"
 #include "cpu/common/parallel.hpp"
 #include "cpu/common/saturating.hpp"
 #include "cpu/divergence/diag.hpp"
 #include "cpu/divergence/slots.hpp"
 
 namespace gausskl::cpu {
-namespace {
-
-template <class T>
-const DiagGaussians<T>* as_diag(const Gaussians<T>& g) {
-  return std::get_if<DiagGaussians<T>>(&g.variant());
-}
-
-}  // namespace
 
 template <class T>
 std::int64_t divergence_rowwise_footprint(const Gaussians<T>& p, const Gaussians<T>& q,

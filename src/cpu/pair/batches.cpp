@@ -7,16 +7,6 @@
 #include "cpu/pair/prepare.hpp"
 
 namespace gausskl::cpu {
-namespace {
-
-// q's layout: with B^{-1} for a triangular q paired with a p that is not triangular.
-template <class T>
-Layout q_layout_for(const Gaussians<T>& p, const Gaussians<T>& q) {
-  return layout_for(q, !std::holds_alternative<FullGaussians<T>>(p.variant()));
-}
-
-}  // namespace
-
 PreparedPairs::PreparedPairs(PreparedBatch q, std::optional<PreparedBatch> p, std::int64_t n,
                              std::int64_t m)
     : q_(std::move(q)),

@@ -7,6 +7,7 @@
 #include "cpu/common/diag_terms.hpp"
 #include "cpu/common/parallel.hpp"
 #include "cpu/pair/linalg.hpp"
+#include "gausskl/families.hpp"
 
 namespace gausskl::cpu {
 namespace {
@@ -186,11 +187,13 @@ void prepare_family(const FullGaussians<T>& g, std::int64_t n, const Layout& lay
 
 template <class T>
 Layout layout_for(const Gaussians<T>& g, bool with_inverse) {
-  const std::int64_t d = g.d();
-  if (auto* lr = std::get_if<LowRankGaussians<T>>(&g.variant())) {
-    return Layout(d, lr->cov_factor.shape[2], false, false);
-  }
-  return Layout(d, 0, std::holds_alternative<FullGaussians<T>>(g.variant()), with_inverse);
+  const BatchDescription family = describe(g);
+  return Layout(g.d(), family.rank, family.dense, with_inverse);
+}
+
+template <class T>
+Layout q_layout_for(const Gaussians<T>& p, const Gaussians<T>& q) {
+  return layout_for(q, !describe(p).dense);
 }
 
 template <class T>
@@ -243,6 +246,7 @@ PreparedBatch standard_normal(std::int64_t d) {
 
 #define GAUSSKL_INSTANTIATE(T)                                                                     \
   template Layout layout_for<T>(const Gaussians<T>&, bool);                                        \
+  template Layout q_layout_for<T>(const Gaussians<T>&, const Gaussians<T>&);                       \
   template FactorFailure prepare_one<T>(const Gaussians<T>&, std::int64_t, const Layout&, double*, \
                                         double*, const Factoring&);                                \
   template FactorFailure prepare_range<T>(const Gaussians<T>&, std::int64_t, std::int64_t,         \

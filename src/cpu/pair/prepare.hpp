@@ -25,6 +25,9 @@ struct FactorFailure {
 // the q side and the p side is not triangular.
 template <class T>
 Layout layout_for(const Gaussians<T>& g, bool with_inverse);
+// q's layout beside p: with B^{-1} for a triangular q paired with a p that is not.
+template <class T>
+Layout q_layout_for(const Gaussians<T>& p, const Gaussians<T>& q);
 
 // How a covariance or precision matrix that is not positive definite is treated: with
 // jitter > 0 it is factored again with jitter added to its diagonal (a matrix that factors as

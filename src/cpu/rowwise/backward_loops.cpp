@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cpu/backend.hpp"
+#include "cpu/common/family_views.hpp"
 #include "cpu/common/parallel.hpp"
 #include "cpu/rowwise/ukr_diag_backward.hpp"
 #include "cpu/rowwise/ukr_full_backward.hpp"
@@ -20,15 +21,6 @@
 
 namespace gausskl::cpu {
 namespace {
-
-// Elements per distribution of a batch's scale array (its gradient's row size).
-template <class T>
-std::int64_t scale_row_size(const Gaussians<T>& g) {
-  const std::int64_t d = g.d();
-  if (std::holds_alternative<DiagGaussians<T>>(g.variant())) return d;
-  const auto& full = std::get<FullGaussians<T>>(g.variant());
-  return full.param == FullParam::packed_scale_tril ? d * (d + 1) / 2 : d * d;
-}
 
 // One wanted gradient array: the caller's span, its row size, and whether it is a sum.
 template <class T>
@@ -69,10 +61,10 @@ void kl_rowwise_backward(const Gaussians<T>& p, const Gaussians<T>* q, std::int6
     if (t.summed) slot_size += row_size;
   };
   plan(targets[0], dp.mean, p, d);
-  plan(targets[1], dp.scale, p, scale_row_size(p));
+  plan(targets[1], dp.scale, p, describe(p).scale_row);
   if (q) {
     plan(targets[2], dq.mean, *q, d);
-    plan(targets[3], dq.scale, *q, scale_row_size(*q));
+    plan(targets[3], dq.scale, *q, describe(*q).scale_row);
   }
   if (std::none_of(std::begin(targets), std::end(targets),
                    [](const Target<T>& t) { return t.data != nullptr; })) {
@@ -80,10 +72,10 @@ void kl_rowwise_backward(const Gaussians<T>& p, const Gaussians<T>* q, std::int6
   }
 
   // p and q are of one family (diagonal or Cholesky factors).
-  const auto* pd = std::get_if<DiagGaussians<T>>(&p.variant());
-  const auto* qd = q ? std::get_if<DiagGaussians<T>>(&q->variant()) : nullptr;
-  const auto* pf = std::get_if<FullGaussians<T>>(&p.variant());
-  const auto* qf = q ? std::get_if<FullGaussians<T>>(&q->variant()) : nullptr;
+  const auto* pd = as_diag(p);
+  const auto* qd = q ? as_diag(*q) : nullptr;
+  const auto* pf = as_tril(p);
+  const auto* qf = q ? as_tril(*q) : nullptr;
 
   const std::int64_t chunk_rows = pd ? kRowwiseBackwardDiagChunk : kRowwiseBackwardFullChunk;
   const std::int64_t chunks = (n + chunk_rows - 1) / chunk_rows;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cpu/backend.hpp"
+#include "cpu/common/family_views.hpp"
 #include "cpu/common/parallel.hpp"
 #include "cpu/common/saturating.hpp"
 #include "cpu/pair/kl.hpp"
@@ -24,10 +25,6 @@ namespace {
 // of rowwise/ukr_diag.hpp reads the views in place and cannot fail, so it writes the results as it
 // goes (through a small block of doubles for float results) and allocates nothing, unless `out`
 // overlaps an input: then all results wait in a buffer until the last row has been read.
-template <class T>
-const DiagGaussians<T>* as_diag(const Gaussians<T>& g) {
-  return std::get_if<DiagGaussians<T>>(&g.variant());
-}
 
 // The bytes [first, last) a view can reach (empty for no elements).
 struct Bytes {
@@ -97,13 +94,6 @@ void kl_rowwise_diag(const Gaussians<T>& p, const Gaussians<T>* q, std::int64_t 
 // every full path would compute anyway): the SIMD kernel of rowwise/ukr_full.hpp reads the views in
 // place and cannot fail, so only its scratch (per worker, a few tens of KiB at D = 32) and the
 // result buffer are allocated.
-template <class T>
-const FullGaussians<T>* as_tril(const Gaussians<T>* g) {
-  const auto* full = g ? std::get_if<FullGaussians<T>>(&g->variant()) : nullptr;
-  const bool factor =
-      full && (full->param == FullParam::scale_tril || full->param == FullParam::packed_scale_tril);
-  return factor ? full : nullptr;
-}
 
 // Each worker's scratch starts on a cache line of its own (staged rows are read as whole
 // vectors).
@@ -125,8 +115,8 @@ void kl_rowwise_tril(const Gaussians<T>& p, const Gaussians<T>& q, std::int64_t 
   std::atomic<std::int64_t> next{0};
   parallel_for(threads, threads, [&](int w, std::int64_t, std::int64_t) {
     for (std::int64_t lo; (lo = next.fetch_add(kRowwiseFullChunk)) < n;) {
-      rowwise_full(*as_tril(&p), *as_tril(&q), lo, std::min(n, lo + kRowwiseFullChunk),
-                   result.data(), base + w * per_worker);
+      rowwise_full(*as_tril(p), *as_tril(q), lo, std::min(n, lo + kRowwiseFullChunk), result.data(),
+                   base + w * per_worker);
     }
   });
   std::transform(result.begin(), result.end(), out, [](double x) { return static_cast<U>(x); });
@@ -140,8 +130,7 @@ struct RowwiseSizes {
   template <class T>
   RowwiseSizes(const Gaussians<T>& p, const Gaussians<T>* q)
       : p_layout(layout_for(p, false)),
-        q_layout(q ? layout_for(*q, !std::holds_alternative<FullGaussians<T>>(p.variant()))
-                   : Layout(p.d(), 0, false, false)),
+        q_layout(q ? q_layout_for(p, *q) : Layout(p.d(), 0, false, false)),
         prep_scratch(std::max(prepare_scratch_size(p_layout), prepare_scratch_size(q_layout))),
         // A p slot, a q slot, factorization scratch, pair scratch.
         per_worker(p_layout.size + q_layout.size + prep_scratch + pair_scratch_size(q_layout)) {}

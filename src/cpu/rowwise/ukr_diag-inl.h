@@ -1,42 +1,7 @@
 // The SIMD row-wise diagonal KL kernel (rowwise/ukr_diag.hpp), compiled once per Highway target by
-// rowwise/ukr_diag.cpp.
-//
-// Design: h is the lane dimension and every lane is a double (float input is widened on load, as
-// everywhere in the library); one vector accumulator per row. The row loop is instantiated per
-// pairing of parameterizations (RowsOf), so the inner loop has no branch on them. Per vector of
-// h, with rho = v / w the variance ratio and r = log rho:
-//   term = (mu - nu)^2 lam + f,   f = rho - 1 - log rho = e^r - 1 - r >= 0,   lam = 1 / w
-// computed as
-//   * q = N(0, I), p logvar (the VAE term): f(logvar) by Expm1MinusXOf, lam = 1: one exponential;
-//   * both logvar: f(lv_p - lv_q) and lam = e^-lv_q (ExpOf): two exponentials;
-//   * both stddev, both var or both precision (and those against N(0, I)): no exponential. With
-//     u the ratio of the parameters (s_p / s_q, v_p / v_q, prec_q / prec_p) and delta = u - 1
-//     (from the difference of the parameters, not from u): f = h(delta) for var and precision,
-//     f = delta^2 + 2 h(delta) for stddev (rho = u^2), h(delta) = delta - log1p(delta) >= 0
-//     (DeltaMinusLog1p); both parts are >= 0, so nothing cancels near p = q;
-//   * any other pairing: each side's log variance (Log of its parameter), f by Expm1MinusX.
-// Rows go in groups of one vector's lanes, rows of D <= kRowwiseDiagPairMaxD two at a time, and
-// a group's lane sums are reduced together (SumRows) in one fixed order per row, so a row's bits
-// do not depend on its group (nor on the thread split). Rows are read in place: a contiguous row
-// directly, its last partial vector by a masked load (AVX2 and up) or through a small buffer; a
-// strided row gathered chunk by chunk into buffers. Lanes past the row hold a neutral Gaussian
-// (mean 0, variance 1) whose terms are exactly 0, so strided input gives the same bits.
-//
-// Exponentials (ExpSplit): r = k ln2 / 16 + x with k = round(16 r / ln2), |x| <= ln2 / 32; e^r =
-// s e^x with s = 2^(k / 16) from a 16-entry table (one two-register permute on AVX3, a gather
-// below) whose exponent field takes k >> 4, and e^x = 1 + x + x^2 P(x), P of degree 4 (fitted;
-// error < 6e-17 of e^x). Then e^r - 1 - r = s x^2 P(x) + (s (1 + x) - (1 + r)): for |r| < ln2 / 32
-// (k = 0) the second part is exactly 0, so f = x^2 P(x) is exactly 0 at r = 0 and accurate
-// relative to itself as r -> 0 (P's error falls as r^4: 2e-13 of f at |r| = ln2 / 32, a few ulp
-// below |r| ~ 1e-3); beyond, f >= 2e-4 is within about 2 ulp of 1 + f (up to 7e-13 of f; the
-// library promises accuracy relative to KL + 1). h(delta) is Highway's Log reduction (musl's
-// log: u = 2^k m, s = (m - 1) / (m + 1), its polynomial R(s)) rearranged as h = (delta - (m - 1)
-// - k ln2) + s (m - 1 - R(s)), with delta itself for m - 1 when k = 0: then the first part is 0
-// and h = s (delta - R(s)) ~ delta^2 / 2, accurate relative to itself (within 1e-15 of h).
-//
-// Why this shape: the kernels are bound by the count of vector operations, not by memory
-// (bench/README.md, "Kernel measurements"): a table over a longer polynomial, no branch per vector.
-// Accuracy: tests/cpu/rowwise/ukr_diag_test.cpp holds the bars against the long-double reference.
+// rowwise/ukr_diag.cpp: double lanes over h, a row loop per pairing of parameterizations, the
+// forms of f = e^r - 1 - r that cancel nothing near p = q, and a table exponential; bound by the
+// count of vector operations, not memory. Derivations and accuracy: docs/kernels.md.
 
 // Per-target include guard: toggled so that foreach_target.h re-includes this file per target.
 #if defined(GAUSSKL_CPU_ROWWISE_DIAG_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -70,11 +35,8 @@ using VD = hn::Vec<DD>;
 using DI = hn::RebindToSigned<DD>;
 using VI = hn::Vec<DI>;
 
-// e^r - 1 - r for r past kExpm1Max takes the scalar path (the term overflows to inf near
-// r = 709.78, as libm's). Below kExpMin, e^r is far below an ulp of 1 + |r|, and r is clamped
-// there for the exponential so that 2^(k >> 4) stays a normal double (a single exponent field).
-// Validated logvars lie within +-691 (variances in [1e-300, 1e300]), so e^logvar and e^-logvar
-// need neither.
+// e^r - 1 - r past kExpm1Max takes the scalar path (inf near 709.78, as libm's); r below kExpMin
+// is clamped so that the table's 2^(k >> 4) stays normal (docs/kernels.md, "The range").
 constexpr double kExpm1Max = 700;
 constexpr double kExpMin = -708;
 // ln 2 split so that k * kLn2Hi / 16 is exact for |k| < 2^20 (fdlibm's constants), and 1 / ln 2.
@@ -358,10 +320,9 @@ struct Mixed {
   }
 };
 
-// p and q both stddev, both var or both precision: u = s_p / s_q, v_p / v_q or prec_q / prec_p
-// through one division (1 / the divisor, which the mean term needs too). For double input the
-// ratio can leave the normal range (variances span 1e-300 .. 1e300); such a vector is computed
-// in the mixed form (kCheckRange).
+// The lane sums of `lanes` row accumulators, row r's at acc + r * lanes, as one vector (lane r:
+// row r's sum), each row's lanes added in one fixed order so that its bits do not depend on its
+// group (docs/kernels.md).
 template <DiagParam P, bool kCheckRange>
 struct RatioPair {
   static constexpr bool kTwoSided = true, kGuarded = false;

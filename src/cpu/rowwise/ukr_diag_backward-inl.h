@@ -1,15 +1,6 @@
 // The SIMD kernel of rowwise/ukr_diag_backward.hpp, compiled once per Highway target by
-// rowwise/ukr_diag_backward.cpp.
-//
-// h is the lane dimension and every lane is a double (float input is widened on load, float
-// gradients narrowed on store). Per vector of h: lam and E from the parameters as the pairing
-// allows (rowwise/ukr_diag_backward.hpp), then each wanted gradient times the row's weight grad[i],
-// stored to its row or added to its sum. The formulas need a reciprocal only for std and var q
-// (lam), precision p (v), and each side's phi'(x) = k / x when that side's scale gradient is
-// wanted (divisions bound the std and var cases). No logarithms: the forward's r = log v - log w
-// appears only as e^r - 1 = E. Contiguous rows are loaded and stored in place; a strided row, or
-// the last partial vector of a row, goes through a small buffer padded with a neutral Gaussian
-// (mean 0, variance 1), whose gradients are exactly 0.
+// rowwise/ukr_diag_backward.cpp: double lanes over h, no logarithms (the forward's r appears only
+// as E = e^r - 1), a reciprocal only where a parameterization needs it. docs/kernels.md.
 
 // Per-target include guard: toggled so that foreach_target.h re-includes this file per target.
 #if defined(GAUSSKL_CPU_ROWWISE_DIAG_BACKWARD_INL_H_) == defined(HWY_TARGET_TOGGLE)

@@ -1,27 +1,7 @@
 // The SIMD row-wise full-covariance KL kernel (rowwise/ukr_full.hpp), compiled once per Highway
-// target by rowwise/ukr_full.cpp.
-//
-// Per row pair, in double lanes:
-//   1. staging: Lq's lower triangle widened into a padded buffer (its entries are broadcast many
-//      times), and B = [delta | Lp] with rows padded by zeros, so that column s of B is column
-//      s - 1 of Lp and B's column 0 is the mean difference. A factor is read in place, from
-//      scale_tril rows or packed_scale_tril rows (Factor below): never unpacked to D x D;
-//   2. the pivots 1 / Lq_kk and M's diagonal Lp_kk / Lq_kk;
-//   3. M = Lq^{-1} B by blocked forward substitution: B's columns in tiles of `vectors` vectors,
-//      rows in blocks of `rows`, each block a register tile. The rows above the block are
-//      subtracted first (independent FMAs: no latency chain), then the block's own triangle.
-//      Row j of M is zero right of its diagonal, so column s of B is 0 above row s - 1: a tile's
-//      rows start there, and row j contributes only the vectors up to its diagonal;
-//   4. the diagonal terms f(2 Log(ratio)) (Expm1MinusX, the diagonal kernel's branch-free form),
-//      or f(2 (x_p - x_q)) when both diagonals are given as logs x = log L_kk (log_diagonal):
-//      exact, where Log(ratio) would carry Exp's rounding into near-duplicates.
-// Pivots are applied as a multiplication by 1 / Lq_ii (a division per element would cost more
-// than the FMAs), except on M's diagonal, which is exactly 1 where Lp_ii = Lq_ii: with Lq = Lp
-// every entry left of it then cancels exactly, so KL(p || p) stays 0.
-//
-// No software prefetch: it measured flat (bench/README.md, "Kernel measurements").
-// Accuracy: as the prepared path (tri_squares.hpp, pair/kl.hpp) up to one extra rounding per
-// entry from the reciprocal; tests/cpu/rowwise/ukr_full_test.cpp holds the bars.
+// target by rowwise/ukr_full.cpp: M = Lq^{-1} [delta | Lp] by register-blocked forward substitution
+// on factors read in place, pivots by reciprocal except on M's diagonal (so KL(p || p) = 0). The
+// steps and their accuracy: docs/kernels.md.
 
 // Per-target include guard: toggled so that foreach_target.h re-includes this file per target.
 #if defined(GAUSSKL_CPU_ROWWISE_FULL_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -340,10 +320,8 @@ double TwoKl(DD d, const Work& w, const Factor<T>& lp, const Factor<T>& lq,
     Widen(d, lq.Row(i), lq.col_stride, row, w.lq + i * w.ld_q);
   }
   // M's diagonal and pivots first: the solve needs them. The ratio is exactly 1 where the
-  // diagonals are equal (a product with a rounded reciprocal might not be), which keeps
-  // KL(p || p) at 0; elsewhere it costs one rounding more than a division, which the Log's
-  // own division makes the costliest instruction here. The staged diagonals are read only here
-  // (the solve takes the ratio and 1 / Lq_kk instead), so logs (log_diagonal) stay logs there.
+  // diagonals are equal, which keeps KL(p || p) at 0; the staged diagonals are read only here, so
+  // logs (log_diagonal) stay logs in the solve.
   const bool logs = p_log && q_log;
   const double pad_p = p_log ? 0.0 : 1.0, pad_q = q_log ? 0.0 : 1.0;
   for (std::int64_t k0 = 0; k0 < dims; k0 += lanes) {

@@ -1,24 +1,6 @@
 // The SIMD kernel of rowwise/ukr_full_backward.hpp, compiled once per Highway target by
-// rowwise/ukr_full_backward.cpp.
-//
-// Per row pair, in double, on row-major staged matrices whose rows are vectors of columns:
-//   1. staging: the diagonals (exp of log diagonals, D_kk, 1 / Lq_kk, 1 / Lp_kk, N_kk) as
-//      vectors over k; the strictly lower rows of Lq and Lp, zero-padded; each column's form
-//      (rowwise/ukr_full_backward.hpp) from the weighted column sums of |D| and |Lp|;
-//      X = [delta | D or Lp by column];
-//   2. X <- Lq^{-1} X by forward substitution (row r of X is nonzero in columns 0 .. r + 1
-//      only: a staircase, so row j contributes its first vectors only);
-//   3. if dL/dLq is wanted, X^T: its rows are the columns of X;
-//   4. X <- Lq^{-T} X by back substitution: column 0 is Lq^{-T} y, and columns 1 .. r + 1 of
-//      row r are row r of Z;
-//   5. the gradients row by row. dL/dLq's F = tril(Lq^{-T} X X^T) = tril((Lq^{-T} X) X^T) needs
-//      row r of Lq^{-T} X in columns 0 .. r + 1 only (X_ck = 0 for k > c + 1, and c <= r),
-//      which step 4 has computed: row r of F is sum_k (Lq^{-T} X)_rk (X^T)_k, no second solve
-//      and no dot products to reduce across lanes.
-// The three O(d^3) steps (2, 4 and F) work on register blocks of kRows rows by up to kVectors
-// vectors: each vector loaded from another row serves kRows rows, and the kRows x kVectors
-// accumulators are independent chains of FMAs. Pivots multiply by 1 / Lq_rr.
-// When only the means' gradients are wanted, X is the single column delta.
+// rowwise/ukr_full_backward.cpp: two substitutions by Lq on register blocks of staircase rows give
+// every gradient, dL/dLq's F without a second solve. The steps: docs/kernels.md.
 
 // Per-target include guard: toggled so that foreach_target.h re-includes this file per target.
 #if defined(GAUSSKL_CPU_ROWWISE_FULL_BACKWARD_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -347,11 +329,9 @@ HWY_INLINE void StageFactorColumns(DD d, const Work& w) {
 
 // Writes (rows) or adds (sum) row r of a side's scale gradient, vector by vector from registers:
 // values(v) is vector v of the row (columns v L ..), masked here to c <= r, with `diagonal` in
-// column r; a scale_tril row gets its 0s right of the diagonal too. Assembling rows in a buffer
-// instead cost a failed store-to-load forward per row (its diagonal stored as a scalar, then the
-// row loaded as vectors): 21% of the kernel's time at d = 16. Whole vectors are stored only
-// within the row's own elements: past them lies the next row (packed), or the next
-// distribution's, another worker's.
+// column r; a scale_tril row gets its 0s right of the diagonal too. From registers, not a buffer:
+// that cost a failed store-to-load forward per row (docs/kernels.md). Whole vectors are stored
+// only within the row's own elements: past them lies the next row or another worker's.
 template <class T, class Values>
 HWY_INLINE void PutScaleRow(DD d, const GradSink<T>& sink, const Factor<T>& f, std::int64_t dims,
                             std::int64_t i, std::int64_t r, const Values& values, double diagonal) {
