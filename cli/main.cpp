@@ -11,6 +11,7 @@
 #include "cli/fit.hpp"
 #include "cli/keys.hpp"
 #include "cli/usage_errors.hpp"
+#include "gausskl/divergence_kinds.hpp"
 #include "gausskl/limits.hpp"
 #include "gausskl/ops.hpp"
 #include "gausskl/types.hpp"
@@ -194,9 +195,7 @@ int main(int argc, char** argv) {
               for (const char* name : gausskl::divergence_names) {
                 if (text == name) return std::string();
               }
-              return "KIND must be one of kl, jeffreys, bhattacharyya, hellinger, wasserstein2, "
-                     "renyi, found " +
-                     text;
+              return "KIND must be one of " + gausskl::divergence_list() + ", found " + text;
             },
             "KIND"));
     return command->add_option("--alpha", args.alpha,

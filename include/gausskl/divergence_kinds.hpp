@@ -5,6 +5,7 @@
 #include <array>
 #include <cstddef>
 #include <limits>
+#include <string>
 
 #include "gausskl/types.hpp"
 
@@ -33,6 +34,14 @@ inline constexpr std::array<DivergenceKind, 6> divergence_kinds = {{
 
 inline constexpr const DivergenceKind& divergence_kind(Divergence d) {
   return divergence_kinds[static_cast<std::size_t>(d)];
+}
+
+// "kl, jeffreys, ..., renyi": the kinds' names as the messages list them.
+inline std::string divergence_list() {
+  std::string names;
+  for (const DivergenceKind& k : divergence_kinds)
+    names += (names.empty() ? "" : ", ") + std::string(k.name);
+  return names;
 }
 
 namespace detail {

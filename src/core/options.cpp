@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "gausskl/divergence_kinds.hpp"
 #include "gausskl/limits.hpp"
 #include "gausskl/ops.hpp"
 #include "util/show.hpp"
@@ -29,10 +30,8 @@ void check_options(const char* op, const Options& options) {
   }
   const auto kind = static_cast<std::size_t>(options.divergence);
   if (kind >= divergence_names.size()) {
-    std::string names;
-    for (const char* name : divergence_names)
-      names += (names.empty() ? "" : ", ") + std::string(name);
-    throw OptionError(op, "divergence", "must be one of " + names, "enum value " + show(kind));
+    throw OptionError(op, "divergence", "must be one of " + divergence_list(),
+                      "enum value " + show(kind));
   }
   if (options.divergence == Divergence::renyi) {
     if (!(std::isfinite(options.alpha) && options.alpha > 0 && options.alpha != 1)) {
