@@ -15,6 +15,7 @@
 #include <utility>
 #include <variant>
 
+#include "gausskl/divergence_kinds.hpp"
 #include "gausskl/limits.hpp"
 
 namespace gausskl {
@@ -223,31 +224,6 @@ class Gaussians {
  private:
   Variant v_;
 };
-
-// What gausskl::divergence computes between p = N(mu_1, Sigma_1) and q = N(mu_2, Sigma_2), in nats
-// (docs/divergences.md has the formulas and their sources):
-//   kl             KL(p || q)
-//   jeffreys       KL(p || q) + KL(q || p)
-//   bhattacharyya  1/8 d^T Sigma^-1 d + 1/2 ln(det Sigma / sqrt(det Sigma_1 det Sigma_2)),
-//                  Sigma = (Sigma_1 + Sigma_2) / 2, d = mu_1 - mu_2
-//   hellinger      the squared Hellinger distance 1 - exp(-bhattacharyya), in [0, 1]
-//   wasserstein2   the squared 2-Wasserstein distance
-//                  |d|^2 + tr(Sigma_1 + Sigma_2 - 2 (Sigma_2^1/2 Sigma_1 Sigma_2^1/2)^1/2)
-//   renyi          the Renyi divergence of order Options::alpha, D_alpha(p || q) (-> KL as
-//                  alpha -> 1)
-enum class Divergence { kl, jeffreys, bhattacharyya, hellinger, wasserstein2, renyi };
-
-// The names users write (the Python keyword `kind`, the CLI's --divergence), in the enum's order.
-inline constexpr std::array<const char*, 6> divergence_names = {
-    "kl", "jeffreys", "bhattacharyya", "hellinger", "wasserstein2", "renyi"};
-inline constexpr const char* divergence_name(Divergence d) {
-  return divergence_names[static_cast<std::size_t>(d)];
-}
-// True for the kinds with D(p || q) = D(q || p).
-inline constexpr bool is_symmetric(Divergence d) {
-  return d == Divergence::jeffreys || d == Divergence::bhattacharyya ||
-         d == Divergence::hellinger || d == Divergence::wasserstein2;
-}
 
 // Options shared by every operation.
 struct Options {
