@@ -98,11 +98,3 @@ def chunkings(n, rng):
     a short last chunk, ragged with a chunk of one row."""
     return [(n,), (1, n - 1), tuple([7] * (n // 7) + ([n % 7] if n % 7 else [])), ragged(n, rng)]
 
-
-def within_tolerance(got, want, tolerance):
-    """|got - want| <= 2 tolerance (|want| + 1) + 2 ulp of want's dtype: two results that each
-    meet the library's certified tolerance, each rounded to the dtype."""
-    eps = np.finfo(np.asarray(want).dtype).eps
-    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
-    return bool(np.all(np.abs(got - want) <= 2 * tolerance * (np.abs(want) + 1)
-                       + 2 * eps * np.abs(want)))

@@ -210,3 +210,54 @@ def test_the_issues_301_full_covariance_rows():
     head = _take(a, np.arange(100))
     assert np.array_equal(gk.pairwise_kl(gaussian(head), gaussian(a)), whole[:100])
     assert np.array_equal(gk.pairwise_kl(gaussian(head)), whole[:100, :100])
+
+
+# Gradients (the library's backward, through torch): the gradient of a row of p depends only on
+# p_i, all of q and G's row i; that of q_j only on q_j, all of p and G's column j. A subset of
+# p's rows (same q, those rows of G) gives those rows of the whole call's gradient, bit for bit,
+# and likewise a subset of q's rows (same p, those columns of G). G random (the GEMM forms) and
+# one value at every pair (the gradient of a sum: the closed forms).
+GRAD_FAMILIES = FAMILIES + [("diag", "var"), ("diag", "logvar"), ("diag", "precision")]
+
+
+def _grads(p, q, grad):
+    """dL/d(every array of p) and of q, L = sum(G * pairwise_kl(p, q)), float64 numpy."""
+    import torch
+
+    tp = {k: torch.from_numpy(v.copy()).requires_grad_() for k, v in p.items()}
+    tq = {k: torch.from_numpy(v.copy()).requires_grad_() for k, v in q.items()}
+    out = gk.pairwise_kl(gaussian(tp), gaussian(tq))
+    out.backward(torch.from_numpy(np.ascontiguousarray(grad)))
+    return ({k: t.grad.numpy() for k, t in tp.items()}, {k: t.grad.numpy() for k, t in tq.items()})
+
+
+@needs_torch
+@pytest.mark.parametrize("uniform", [False, True], ids=["G", "sum"])
+@pytest.mark.parametrize("family,param", GRAD_FAMILIES, ids=_ids(GRAD_FAMILIES))
+def test_gradients_do_not_depend_on_the_batch(batches, family, param, uniform):
+    rng = np.random.default_rng(38)
+    if (family, param) in batches:
+        p, q, far = batches[family, param]
+    else:
+        p, q = make_arrays(rng, family, param, N, D), make_arrays(rng, family, param, M, D)
+        far = make_arrays(rng, family, param, 5, D, offset=1e3)
+    grad = np.ones((N, M)) if uniform else rng.normal(size=(N, M))
+    gp, gq = _grads(p, q, grad)
+    rows = np.unique(ROWS)  # a subset of p's rows, in order
+    sp, sq = _grads(_take(p, rows), q, grad[rows])
+    for k in p:
+        assert np.array_equal(sp[k], gp[k][rows]), k
+    # Far rows of p before and after (their rows of G zero: q's gradient unchanged too).
+    padded = _join(_join(far, _take(p, rows)), far)
+    g_pad = np.zeros((len(padded["mean"]), M))
+    g_pad[len(far["mean"]):len(far["mean"]) + len(rows)] = grad[rows]
+    if uniform:
+        g_pad[:] = 1.0
+    pp, _ = _grads(padded, q, g_pad)
+    for k in p:
+        assert np.array_equal(pp[k][len(far["mean"]):len(far["mean"]) + len(rows)],
+                              gp[k][rows]), k
+    cols = np.unique(COLS)  # a subset of q's rows (columns of G), in order
+    _, cq = _grads(p, _take(q, cols), grad[:, cols])
+    for k in q:
+        assert np.array_equal(cq[k], gq[k][cols]), k

@@ -37,12 +37,10 @@ Bad input is found by the task whose chunk holds it and raised to the caller as 
 When several chunks hold bad values, any one of them may be the one reported. JitterWarnings are
 emitted on the workers, not to the caller.
 
-Results are those of the single-process operations on the same inputs, bit for bit, with these
-exceptions for ``pairwise_kl`` (``knn_kl`` and ``kl`` have none): float64 full-covariance q (the
-library centres the means on the mean of its batch, so a block's rounding differs from the whole
-matrix's), and float64 q = p (the library's q = p kernel rounds differently from the one for two
-batches; blocks off the diagonal are the latter's). There entries agree within the library's
-certified tolerance, ``|KL - exact| / (|exact| + 1)``; see docs/scaling.md.
+Results are those of the single-process operations on the same inputs, bit for bit, for every
+family, parameterization and dtype, whatever the chunking, q = p or q given: the library gives
+each entry a value that depends only on its own two distributions and the options
+(tests/dask/test_one_process_bits.py).
 """
 
 from __future__ import annotations

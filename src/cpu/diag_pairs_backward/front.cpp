@@ -3,6 +3,7 @@
 // given as that one value or found in the [N, M] grad) has closed forms
 // (diag_pairs_backward/uniform.hpp); any other runs the GEMM forms (diag_pairs_backward/gemm.hpp).
 #include <algorithm>
+#include <vector>
 
 #include "cpu/backend.hpp"
 #include "cpu/diag_pairs_backward/gemm.hpp"
@@ -26,23 +27,17 @@ void pairwise_diag_backward(const DiagGaussians<T>& p, const DiagGaussians<T>* q
     }
     return;
   }
+  const std::vector<double> p_centre = mean_of_means(p);
+  const std::vector<double> q_centre = q ? mean_of_means(*q) : std::vector<double>();
+  const DiagGaussians<T>& qg = q ? *q : p;
+  const double* qc = q ? q_centre.data() : p_centre.data();
+  const CentredSides<T> sides{DiagRows<T>{p, qc}, DiagRows<T>{qg, qc},
+                              DiagRows<T>{p, p_centre.data()}, DiagRows<T>{qg, p_centre.data()},
+                              q == nullptr};
   double g = sum_grad;
-  if (grad == nullptr || uniform_grad(grad, n, m, g)) {
-    // Centred at p's mean: the closed forms' sums of squares need it (uniform.hpp).
-    const std::vector<double> centre =
-        backward_centre(p, static_cast<const DiagGaussians<T>*>(nullptr));
-    const DiagRows<T> ps{p, centre.data()};
-    if (!q)
-      return pairwise_backward_uniform<T>(ps, nullptr, g, grad, dp, dq, config.uniform_workers);
-    const DiagRows<T> qs{*q, centre.data()};
-    return pairwise_backward_uniform(ps, &qs, g, grad, dp, dq, config.uniform_workers);
-  }
-  const std::vector<double> centre = backward_centre(p, q);
-  const DiagRows<T> ps{p, centre.data()};
-  const int workers = config.gemm_workers;
-  if (!q) return pairwise_backward_gemm<T>(ps, nullptr, grad, dp, dq, workers);
-  const DiagRows<T> qs{*q, centre.data()};
-  pairwise_backward_gemm(ps, &qs, grad, dp, dq, workers);
+  if (grad == nullptr || uniform_grad(grad, n, m, g))
+    return pairwise_backward_uniform(sides, g, grad, dp, dq, config.uniform_workers);
+  pairwise_backward_gemm(sides, grad, dp, dq, config.gemm_workers);
 }
 
 template void pairwise_diag_backward<float>(const DiagGaussians<float>&,

@@ -167,11 +167,10 @@ void grad_sums(const T* grad, std::int64_t n, std::int64_t m, bool transposed, s
 }  // namespace
 
 template <class T>
-void pairwise_backward_gemm(const DiagRows<T>& p, const DiagRows<T>* q_or_null, const T* grad,
-                            const Gradients<T>& dp, const Gradients<T>& dq, int workers) {
-  const bool self = q_or_null == nullptr;
-  const DiagRows<T>& q = self ? p : *q_or_null;
-  const std::int64_t n = p.n(), m = q.n(), d = p.d();
+void pairwise_backward_gemm(const CentredSides<T>& sides, const T* grad, const Gradients<T>& dp,
+                            const Gradients<T>& dq, int workers) {
+  const bool self = sides.self;
+  const std::int64_t n = sides.p_at_p.n(), m = sides.q_at_q.n(), d = sides.p_at_p.d();
   const bool want_p = !dp.mean.empty() || !dp.scale.empty();
   const bool want_q = !self && (!dq.mean.empty() || !dq.scale.empty());
   if (!want_p && !want_q) return;
@@ -208,7 +207,7 @@ void pairwise_backward_gemm(const DiagRows<T>& p, const DiagRows<T>* q_or_null, 
       pack_b(
           ch, m, begin, std::min(end, p_end),
           [&](std::int64_t j, double* lam, double* nu_lam) {
-            q.read(j, 0, d, nu_lam, nullptr, lam, nullptr);
+            sides.q_at_q.read(j, 0, d, nu_lam, nullptr, lam, nullptr);
             for (std::int64_t h = 0; h < d; ++h)
               nu_lam[h] *= lam[h];
           },
@@ -218,7 +217,7 @@ void pairwise_backward_gemm(const DiagRows<T>& p, const DiagRows<T>* q_or_null, 
       pack_b(
           ch, n, std::max(begin, p_end) - p_end, end - p_end,
           [&](std::int64_t i, double* mu, double* second) {
-            p.read(i, 0, d, mu, second, nullptr, nullptr);
+            sides.p_at_p.read(i, 0, d, mu, second, nullptr, nullptr);
             for (std::int64_t h = 0; h < d; ++h)
               second[h] += mu[h] * mu[h];
           },
@@ -241,10 +240,11 @@ void pairwise_backward_gemm(const DiagRows<T>& p, const DiagRows<T>* q_or_null, 
     double* dvar = lam + kBackwardChunkH;
     double* gmu = dvar + kBackwardChunkH;
     double* gvar = gmu + kBackwardChunkH;
-    // Rows [row0, row0 + rows) of one side: p (P, and Q too when self) or q (Q).
+    // Rows [row0, row0 + rows) of one side: p (P, and Q too when self) or q (Q), each read at
+    // the centre of the product it meets (with self the two are one).
     const auto block = [&](bool p_side, std::int64_t row0, std::int64_t rows) {
       const bool do_p = p_side, do_q = !p_side || self;
-      const DiagRows<T>& side = p_side ? p : q;
+      const DiagRows<T>& side = p_side ? sides.p_at_q : sides.q_at_p;
       if (do_p) grad_sums(grad, n, m, false, row0, rows, rsum);
       if (do_q) grad_sums(grad, n, m, true, row0, rows, csum);
       for (std::int64_t c = 0; c < ch.count; ++c) {
@@ -296,9 +296,9 @@ void pairwise_backward_gemm(const DiagRows<T>& p, const DiagRows<T>* q_or_null, 
   });
 }
 
-#define GAUSSKL_INSTANTIATE(T)                                                           \
-  template void pairwise_backward_gemm(const DiagRows<T>&, const DiagRows<T>*, const T*, \
-                                       const Gradients<T>&, const Gradients<T>&, int);
+#define GAUSSKL_INSTANTIATE(T)                                                                \
+  template void pairwise_backward_gemm(const CentredSides<T>&, const T*, const Gradients<T>&, \
+                                       const Gradients<T>&, int);
 GAUSSKL_INSTANTIATE(float)
 GAUSSKL_INSTANTIATE(double)
 #undef GAUSSKL_INSTANTIATE

@@ -1,5 +1,5 @@
 // The pairwise backward for any grad G [N, M]: the GEMM forms of diag_pairs/plan.hpp on centred
-// operands, in double,
+// operands (P's at q's centre, Q's at p's: CentredSides), in double,
 //   P = G [lam, nu lam]  ([N, 2D], the p side),   Q = G^T [mu, v + mu^2]  ([M, 2D], the q side),
 //   dL/dmu_i = mu_i P1_i - P2_i,        dL/dv_i = (P1_i - r_i / v_i) / 2,
 //   dL/dnu_j = lam_j (nu_j c_j - Q1_j),
@@ -20,7 +20,7 @@ namespace gausskl::cpu {
 // it. (dL/dw alike with v + mu^2 + 2 |mu nu| + nu^2.) Results do not depend on `workers`. Throws
 // std::bad_alloc only, before any work.
 template <class T>
-void pairwise_backward_gemm(const DiagRows<T>& p, const DiagRows<T>* q, const T* grad,
-                            const Gradients<T>& dp, const Gradients<T>& dq, int workers);
+void pairwise_backward_gemm(const CentredSides<T>& sides, const T* grad, const Gradients<T>& dp,
+                            const Gradients<T>& dq, int workers);
 
 }  // namespace gausskl::cpu

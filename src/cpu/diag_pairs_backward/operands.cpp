@@ -61,24 +61,17 @@ void DiagRows<T>::read(std::int64_t i, std::int64_t h0, std::int64_t count, doub
 }
 
 template <class T>
-std::vector<double> backward_centre(const DiagGaussians<T>& p, const DiagGaussians<T>* q) {
-  const std::int64_t d = p.mean.shape[1];
+std::vector<double> mean_of_means(const DiagGaussians<T>& g) {
+  const std::int64_t n = g.mean.shape[0], d = g.mean.shape[1];
   std::vector<double> centre(static_cast<std::size_t>(d), 0.0);
-  std::vector<double> sum(static_cast<std::size_t>(d));
-  const auto add_mean = [&](const View<T, 2>& mean, double weight) {
-    const std::int64_t n = mean.shape[0];
-    if (n == 0) return;
-    std::fill(sum.begin(), sum.end(), 0.0);
-    for (std::int64_t i = 0; i < n; ++i) {
-      const T* row = mean.data + i * mean.strides[0];
-      for (std::int64_t h = 0; h < d; ++h)
-        sum[h] += static_cast<double>(row[h * mean.strides[1]]);
-    }
+  if (n == 0) return centre;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const T* row = g.mean.data + i * g.mean.strides[0];
     for (std::int64_t h = 0; h < d; ++h)
-      centre[h] += weight * sum[h] / static_cast<double>(n);
-  };
-  add_mean(p.mean, q ? 0.5 : 1.0);
-  if (q) add_mean(q->mean, 0.5);
+      centre[h] += static_cast<double>(row[h * g.mean.strides[1]]);
+  }
+  for (std::int64_t h = 0; h < d; ++h)
+    centre[h] /= static_cast<double>(n);
   return centre;
 }
 
@@ -101,10 +94,10 @@ void store_gradients(const Gradients<T>& out, std::int64_t d, std::int64_t i, st
 
 template struct DiagRows<float>;
 template struct DiagRows<double>;
-#define GAUSSKL_INSTANTIATE(T)                                                                    \
-  template std::vector<double> backward_centre(const DiagGaussians<T>&, const DiagGaussians<T>*); \
-  template void store_gradients(const Gradients<T>&, std::int64_t, std::int64_t, std::int64_t,    \
-                                std::int64_t, const double*, const double*,                       \
+#define GAUSSKL_INSTANTIATE(T)                                                                 \
+  template std::vector<double> mean_of_means(const DiagGaussians<T>&);                         \
+  template void store_gradients(const Gradients<T>&, std::int64_t, std::int64_t, std::int64_t, \
+                                std::int64_t, const double*, const double*,                    \
                                 const double*) noexcept;
 GAUSSKL_INSTANTIATE(float)
 GAUSSKL_INSTANTIATE(double)

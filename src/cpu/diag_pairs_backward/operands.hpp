@@ -11,8 +11,8 @@
 namespace gausskl::cpu {
 
 // A diagonal batch read row by row in double (nothing is copied up front: the paths read each
-// row where they need it), its means less a shared centre: KL is invariant to translating both
-// sides, and the GEMM forms cancel less on centred means.
+// row where they need it), its means less a centre: KL is invariant to translating both sides,
+// and the GEMM forms cancel less on centred means.
 template <class T>
 struct DiagRows {
   DiagGaussians<T> g;
@@ -26,9 +26,21 @@ struct DiagRows {
             double* lam, double* dvar) const noexcept;
 };
 
-// Per dimension h, the mean of p's means, or with q the midpoint of p's and q's means.
+// Per dimension h, the mean of the batch's means.
 template <class T>
-std::vector<double> backward_centre(const DiagGaussians<T>& p, const DiagGaussians<T>* q);
+std::vector<double> mean_of_means(const DiagGaussians<T>& g);
+
+// Both sides as the backward reads them, each product's operands and the gradient formulas that
+// read it at one centre: the sums over q (for p's gradients) at q's mean of means, those over p
+// (for q's) at p's. The gradient of p_i so depends only on p_i, q and G's row i, and that of q_j
+// only on q_j, p and G's column j, whatever the other rows of the call. With q = p all four are
+// p at its own centre.
+template <class T>
+struct CentredSides {
+  DiagRows<T> p_at_q, q_at_q;  // p's gradients and the sums over q they read
+  DiagRows<T> p_at_p, q_at_p;  // the sums over p and q's gradients
+  bool self;                   // q = p: dp gets both sides' contributions
+};
 
 // Writes row i, dimensions [h0, h0 + count), of a batch's gradients ([n, d] arrays):
 // dL/dmean = gmu and dL/dscale = gvar * dvar, rounded once to T; empty spans are not written.

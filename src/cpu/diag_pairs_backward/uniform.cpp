@@ -37,10 +37,11 @@ namespace {
 // The closed forms on dimensions [h0, h0 + w): every formula is per dimension, so ranges of h
 // are independent (and their values do not depend on how d is split). `buffer` holds 14 w.
 template <class T>
-void uniform_range(const DiagRows<T>& p, const DiagRows<T>& q, bool self, double g, const T* grad,
-                   const Gradients<T>& dp, const Gradients<T>& dq, std::int64_t h0, std::int64_t w,
+void uniform_range(const CentredSides<T>& sides, double g, const T* grad, const Gradients<T>& dp,
+                   const Gradients<T>& dq, std::int64_t h0, std::int64_t w,
                    double* buffer) noexcept {
-  const std::int64_t n = p.n(), m = q.n(), d = p.d();
+  const bool self = sides.self;
+  const std::int64_t n = sides.p_at_p.n(), m = sides.q_at_p.n(), d = sides.p_at_p.d();
   const bool want_p = !dp.mean.empty() || !dp.scale.empty();
   const bool want_q = !self && (!dq.mean.empty() || !dq.scale.empty());
   // With q = p the diagonal pairs KL(p_i || p_i) = 0 have zero gradient: grad_ii never matters.
@@ -54,7 +55,7 @@ void uniform_range(const DiagRows<T>& p, const DiagRows<T>& q, bool self, double
   double *gmu = dw + w, *gvar = gmu + w;
 
   for (std::int64_t j = 0; j < m; ++j) {
-    q.read(j, h0, w, nu, nullptr, lam, nullptr);
+    sides.q_at_q.read(j, h0, w, nu, nullptr, lam, nullptr);
     for (std::int64_t h = 0; h < w; ++h) {
       lam_sum[h] += lam[h];
       lam_mean[h] += lam[h] * nu[h];
@@ -64,7 +65,7 @@ void uniform_range(const DiagRows<T>& p, const DiagRows<T>& q, bool self, double
     lam_mean[h] /= lam_sum[h];
   // p's means are centred at their mean, so sum mu^2 - N m^2 has no cancellation (m ~ 0).
   for (std::int64_t i = 0; i < n; ++i) {
-    p.read(i, h0, w, mu, v, nullptr, nullptr);
+    sides.p_at_p.read(i, h0, w, mu, v, nullptr, nullptr);
     for (std::int64_t h = 0; h < w; ++h) {
       mean[h] += mu[h];
       spread[h] += mu[h] * mu[h];
@@ -112,7 +113,7 @@ void uniform_range(const DiagRows<T>& p, const DiagRows<T>& q, bool self, double
   };
   if (want_p) {
     for (std::int64_t i = 0; i < n; ++i) {
-      p.read(i, h0, w, mu, v, ilv, dv);
+      sides.p_at_q.read(i, h0, w, mu, v, ilv, dv);
       for (std::int64_t h = 0; h < w; ++h) {
         gmu[h] = g * lam_sum[h] * (mu[h] - lam_mean[h]);
         gvar[h] = half * (lam_sum[h] - big_m * ilv[h]);
@@ -123,7 +124,7 @@ void uniform_range(const DiagRows<T>& p, const DiagRows<T>& q, bool self, double
         q_terms(std::true_type());
       }
       if (diagonal) {
-        q.read(i, h0, w, nu, nullptr, lam, nullptr);
+        sides.q_at_q.read(i, h0, w, nu, nullptr, lam, nullptr);
         diagonal_pair(i, true);
       }
       store_gradients(dp, d, i, h0, w, gmu, gvar, dv);
@@ -131,10 +132,10 @@ void uniform_range(const DiagRows<T>& p, const DiagRows<T>& q, bool self, double
   }
   if (want_q) {
     for (std::int64_t j = 0; j < m; ++j) {
-      q.read(j, h0, w, nu, nullptr, lam, dw);
+      sides.q_at_p.read(j, h0, w, nu, nullptr, lam, dw);
       q_terms(std::false_type());
       if (diagonal) {
-        p.read(j, h0, w, mu, v, ilv, nullptr);
+        sides.p_at_p.read(j, h0, w, mu, v, ilv, nullptr);
         diagonal_pair(j, false);
       }
       store_gradients(dq, d, j, h0, w, gmu, gvar, dw);
@@ -145,28 +146,24 @@ void uniform_range(const DiagRows<T>& p, const DiagRows<T>& q, bool self, double
 }  // namespace
 
 template <class T>
-void pairwise_backward_uniform(const DiagRows<T>& p, const DiagRows<T>* q_or_null, double g,
-                               const T* grad, const Gradients<T>& dp, const Gradients<T>& dq,
-                               int workers) {
-  const bool self = q_or_null == nullptr;
-  const DiagRows<T>& q = self ? p : *q_or_null;
-  const std::int64_t d = p.d();
+void pairwise_backward_uniform(const CentredSides<T>& sides, double g, const T* grad,
+                               const Gradients<T>& dp, const Gradients<T>& dq, int workers) {
+  const std::int64_t d = sides.p_at_p.d();
   // Each worker takes a range of dimensions, in pieces of kBackwardChunkH.
   const std::int64_t piece = std::min(d, kBackwardChunkH);
   std::vector<double> buffer(static_cast<std::size_t>(14 * piece * workers));
   parallel_for(d, workers, [&](int worker, std::int64_t begin, std::int64_t end) {
     for (std::int64_t h0 = begin; h0 < end; h0 += piece) {
-      uniform_range(p, q, self, g, grad, dp, dq, h0, std::min(piece, end - h0),
+      uniform_range(sides, g, grad, dp, dq, h0, std::min(piece, end - h0),
                     buffer.data() + 14 * piece * worker);
     }
   });
 }
 
-#define GAUSSKL_INSTANTIATE(T)                                                                \
-  template bool uniform_grad(const T*, std::int64_t, std::int64_t, double&) noexcept;         \
-  template void pairwise_backward_uniform(const DiagRows<T>&, const DiagRows<T>*, double,     \
-                                          const T*, const Gradients<T>&, const Gradients<T>&, \
-                                          int);
+#define GAUSSKL_INSTANTIATE(T)                                                        \
+  template bool uniform_grad(const T*, std::int64_t, std::int64_t, double&) noexcept; \
+  template void pairwise_backward_uniform(const CentredSides<T>&, double, const T*,   \
+                                          const Gradients<T>&, const Gradients<T>&, int);
 GAUSSKL_INSTANTIATE(float)
 GAUSSKL_INSTANTIATE(double)
 #undef GAUSSKL_INSTANTIATE

@@ -16,8 +16,9 @@ namespace gausskl::cpu {
 template <class T>
 bool uniform_grad(const T* grad, std::int64_t n, std::int64_t m, double& g) noexcept;
 
-// The gradients for such a grad (q == nullptr: q = p, and dp gets both sides' contributions),
-// p's means centred at their mean (backward_centre(p, nullptr)). Closed forms in double, per
+// The gradients for such a grad (sides.self: q = p, and dp gets both sides' contributions), the
+// sums over q and p's rows at q's centre, the sums over p and q's rows at p's (CentredSides: so
+// the sums over p have no cancellation, their mean m ~ 0). Closed forms in double, per
 // dimension, with L = sum_j lam_j, the precision-weighted mean a = sum_j lam_j nu_j / L, the
 // mean m of p's means, C = sum_i (mu_i - m)^2 and V = sum_i v_i:
 //   dL/dmu_i = g L (mu_i - a),          dL/dv_i = g/2 (L - M / v_i),
@@ -29,7 +30,7 @@ bool uniform_grad(const T* grad, std::int64_t n, std::int64_t m, double& g) noex
 // `workers` (the plan's, at most d). Throws std::bad_alloc only (its O(D) buffers), before any
 // output is written.
 template <class T>
-void pairwise_backward_uniform(const DiagRows<T>& p, const DiagRows<T>* q, double g, const T* grad,
+void pairwise_backward_uniform(const CentredSides<T>& sides, double g, const T* grad,
                                const Gradients<T>& dp, const Gradients<T>& dq, int workers);
 
 }  // namespace gausskl::cpu

@@ -233,9 +233,12 @@ Result<T> run(Path path, const DiagBatch<T>& p, const DiagBatch<T>& q, bool self
     }
   } else {  // the GEMM forms whatever the grad, as the backend runs them
     const auto pv = p.view(), qv = q.view();
-    const std::vector<double> centre = cpu::backward_centre(pv, self ? nullptr : &qv);
-    const cpu::DiagRows<T> ps{pv, centre.data()}, qs{qv, centre.data()};
-    cpu::pairwise_backward_gemm(ps, self ? nullptr : &qs, g.data(), dp, dq, 2);
+    const std::vector<double> pc = cpu::mean_of_means(pv), qc = cpu::mean_of_means(qv);
+    const auto& qs = self ? pv : qv;
+    const double* qcentre = self ? pc.data() : qc.data();
+    const cpu::CentredSides<T> sides{
+        {pv, qcentre}, {qs, qcentre}, {pv, pc.data()}, {qs, pc.data()}, self};
+    cpu::pairwise_backward_gemm(sides, g.data(), dp, dq, 2);
   }
   return r;
 }
