@@ -82,6 +82,46 @@ void BM_kl_diag(benchmark::State& state) {
   count_elements(state, kRows * d);
 }
 
+// Row-wise divergence of another kind on BM_kl_diag's data (std parameterization, D from the
+// argument): its per_element against BM_kl_diag's of the same run.
+template <class T>
+void run_kind(benchmark::State& state, gausskl::Divergence kind, double alpha) {
+  const std::int64_t d = state.range(0);
+  const Side<T> p = diag_side<T>(kRows, d, 1), q = diag_side<T>(kRows, d, 3);
+  const gausskl::Gaussians<T> gp(diag_view(p, kRows, d)), gq(diag_view(q, kRows, d));
+  std::vector<T> out(kRows);
+  const gausskl::Options options{
+      .threads = static_cast<int>(state.range(1)), .divergence = kind, .alpha = alpha};
+  for (auto _ : state) {
+    gausskl::divergence(gp, gq, std::span<T>(out), options);
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * kRows);
+  count_elements(state, kRows * d);
+}
+
+template <class T>
+void BM_jeffreys_diag(benchmark::State& state) {
+  run_kind<T>(state, gausskl::Divergence::jeffreys, 0);
+}
+template <class T>
+void BM_bhattacharyya_diag(benchmark::State& state) {
+  run_kind<T>(state, gausskl::Divergence::bhattacharyya, 0);
+}
+template <class T>
+void BM_hellinger_diag(benchmark::State& state) {
+  run_kind<T>(state, gausskl::Divergence::hellinger, 0);
+}
+template <class T>
+void BM_renyi_diag(benchmark::State& state) {
+  run_kind<T>(state, gausskl::Divergence::renyi, 0.5);
+}
+template <class T>
+void BM_wasserstein2_diag(benchmark::State& state) {
+  run_kind<T>(state, gausskl::Divergence::wasserstein2, 0);
+}
+
 // The VAE KL term: kl_standard_normal of N(mu, diag(exp(logvar))), the encoder's output.
 template <class T>
 void BM_kl_standard_normal_logvar(benchmark::State& state) {
@@ -327,6 +367,16 @@ BENCHMARK_TEMPLATE(BM_naive_diag, float)->Apply(naive_args);
 BENCHMARK_TEMPLATE(BM_naive_diag, double)->Apply(naive_args);
 BENCHMARK_TEMPLATE(BM_kl_diag, float)->Apply(diag_args);
 BENCHMARK_TEMPLATE(BM_kl_diag, double)->Apply(diag_args);
+BENCHMARK_TEMPLATE(BM_jeffreys_diag, float)->Apply(diag_args);
+BENCHMARK_TEMPLATE(BM_jeffreys_diag, double)->Apply(diag_args);
+BENCHMARK_TEMPLATE(BM_bhattacharyya_diag, float)->Apply(diag_args);
+BENCHMARK_TEMPLATE(BM_bhattacharyya_diag, double)->Apply(diag_args);
+BENCHMARK_TEMPLATE(BM_hellinger_diag, float)->Apply(diag_args);
+BENCHMARK_TEMPLATE(BM_hellinger_diag, double)->Apply(diag_args);
+BENCHMARK_TEMPLATE(BM_renyi_diag, float)->Apply(diag_args);
+BENCHMARK_TEMPLATE(BM_renyi_diag, double)->Apply(diag_args);
+BENCHMARK_TEMPLATE(BM_wasserstein2_diag, float)->Apply(diag_args);
+BENCHMARK_TEMPLATE(BM_wasserstein2_diag, double)->Apply(diag_args);
 BENCHMARK_TEMPLATE(BM_kl_standard_normal_logvar, float)->Apply(diag_args);
 BENCHMARK_TEMPLATE(BM_kl_standard_normal_logvar, double)->Apply(diag_args);
 BENCHMARK_TEMPLATE(BM_kl_full, float)->Apply(full_args);

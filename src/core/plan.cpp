@@ -92,7 +92,7 @@ PairsPlan plan_pairs(const Gaussians<T>& p, const Gaussians<T>* q, const Options
   b.workers = threads;
   if (b.kind != Divergence::kl) {
     b.path = cpu::PairsPath::divergence;
-    if (is_diag(p) && is_diag(qq) && cpu::diag_tiles_kind(b.kind)) {
+    if (is_diag(p) && is_diag(qq) && cpu::diag_tiles_kind(b.kind, b.alpha)) {
       b.diag_tiles = true;
       b.tolerance = effective_tolerance<T>(options.tolerance);
       b.workers = diag_pairs_workers(p, qq, threads);

@@ -55,10 +55,12 @@ struct DivergenceConfig {
   double tolerance = 0;
 };
 
-// Whether two diagonal sides of `kind` have the tiled all-pairs path (divergence/diag_tiles.hpp).
-constexpr bool diag_tiles_kind(Divergence kind) {
+// Whether two diagonal sides of `kind` (renyi: of order alpha) have the tiled all-pairs path
+// (divergence/diag_tiles.hpp).
+constexpr bool diag_tiles_kind(Divergence kind, double alpha = 0) {
   return kind == Divergence::wasserstein2 || kind == Divergence::jeffreys ||
-         kind == Divergence::bhattacharyya || kind == Divergence::hellinger;
+         kind == Divergence::bhattacharyya || kind == Divergence::hellinger ||
+         (kind == Divergence::renyi && alpha > 0 && alpha < 1);
 }
 
 // ---- Row-wise (divergence, kl, kl_standard_normal): rowwise.cpp, rowwise/, divergence/ ----

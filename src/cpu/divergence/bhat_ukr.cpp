@@ -42,6 +42,21 @@ namespace {
 // operations per lane): the certified value, or NaN.
 double certified(double quad, double log_mant, double expo, double p_log_mant, double p_log2,
                  double q_log_mant, double q_log2, const BhatParams& params) {
+  if (params.renyi) {
+    const double wp = params.p_weight, wq = params.q_weight;
+    const double x = log_mant - (wp * p_log_mant + wq * q_log_mant);
+    const double y = kLog2 * (expo - (wp * p_log2 + wq * q_log2));
+    const double l = x + y;
+    const double value = params.quad_scale * quad + params.log_scale * l;
+    const double bound =
+        params.quad_bound * quad + params.log_bound +
+        params.weight_error * (std::abs(wp * p_log2) + std::abs(wq * q_log2) + std::abs(expo)) +
+        kUnit * (2 * params.log_scale * (std::abs(y) + std::abs(l)) + 2 * std::abs(value));
+    if (!(bound <= params.tolerance * (std::abs(value) + 1) && bound <= 0.01 * value &&
+          bound < HUGE_VAL))
+      return std::numeric_limits<double>::quiet_NaN();
+    return value;
+  }
   const double x = log_mant - 0.5 * (p_log_mant + q_log_mant);
   const double y = kLog2 * (expo - params.dims - 0.5 * (p_log2 + q_log2));
   const double l = x + y;
@@ -86,6 +101,31 @@ BhatParams bhat_params(std::int64_t d, double tolerance, bool hellinger) {
   // 0.999 tolerance - 8u leaves H within tolerance (H + 1).
   params.hellinger = hellinger;
   params.tolerance = hellinger ? 0.999 * tolerance - 8 * kUnit : tolerance;
+  return params;
+}
+
+BhatParams renyi_params(std::int64_t d, double tolerance, double alpha) {
+  BhatParams params;
+  const double dd = static_cast<double>(d), chunk = static_cast<double>(kBhatChunkTerms);
+  const double beta = 1 - alpha;
+  params.dims = dd;
+  params.renyi = true;
+  params.quad_scale = 0.5 * alpha;
+  params.log_scale = 0.5 / beta;
+  params.p_weight = beta;
+  params.q_weight = alpha;
+  // quad as bhattacharyya's, with the two weighted variances' roundings (2u per term).
+  const double chain = 1.01 * kUnit * (3 * std::min(chunk, dd) + 10 + std::ceil(dd / chunk));
+  params.quad_bound = params.quad_scale * chain / (1 - chain);
+  // L = log prod m - beta log prod v_p - alpha log prod v_q, per term: v_p and v_q within 2u move
+  // it by at most (beta + alpha) 2u (its derivatives in log v_p and log v_q are within beta and
+  // alpha); the weights' products and their sum 2u; the kernel's product u, the rows' products
+  // (beta + alpha) u: 5u. Per entry: the mantissas' logarithms and weighted sums, 32u with room;
+  // N's underflows as bhattacharyya's. D has L / (2 beta).
+  params.log_bound = params.log_scale * (1.01 * kUnit * (5 * dd + 32) + 1.5 * dd * 0x1p-82);
+  // The exponents' weighted sum rounds at most twice, relative to its largest part.
+  params.weight_error = params.log_scale * kLog2 * 3 * kUnit;
+  params.tolerance = tolerance;
   return params;
 }
 
@@ -213,7 +253,35 @@ void UkrBhat(std::int64_t m, std::int64_t n, std::int64_t k, const BhatRows& p, 
   const V q_log_mant = hn::LoadU(d, q.log_mant), q_log2 = hn::LoadU(d, q.log2);
   const bool full = m == static_cast<std::int64_t>(MR) && n == static_cast<std::int64_t>(NR);
   HWY_ALIGN double local[MR * NR];
-  for (std::size_t r = 0; r < MR; ++r) {
+  for (std::size_t r = 0; r < MR && params.renyi; ++r) {
+    const V quad = sum[r];
+    const V wp = hn::Set(d, params.p_weight), wq = hn::Set(d, params.q_weight);
+    const V x = hn::Sub(hn::Log(d, prod[r]),
+                        hn::MulAdd(wp, hn::Set(d, p.log_mant[r]), hn::Mul(wq, q_log_mant)));
+    const V expo = hn::Sub(hn::ConvertTo(d, hn::BitCast(di, exponents[r])), bias);
+    const V pe = hn::Mul(wp, hn::Set(d, p.log2[r])), qe = hn::Mul(wq, q_log2);
+    const V y = hn::Mul(log2, hn::Sub(expo, hn::Add(pe, qe)));
+    const V l = hn::Add(x, y);
+    const V value =
+        hn::MulAdd(hn::Set(d, params.quad_scale), quad, hn::Mul(hn::Set(d, params.log_scale), l));
+    const V scaled_unit = hn::Set(d, 2 * params.log_scale * kUnit);
+    const V bound =
+        hn::Add(hn::Add(hn::MulAdd(quad_bound, quad, log_bound),
+                        hn::Mul(hn::Set(d, params.weight_error),
+                                hn::Add(hn::Add(hn::Abs(pe), hn::Abs(qe)), hn::Abs(expo)))),
+                hn::Add(hn::Mul(scaled_unit, hn::Add(hn::Abs(y), hn::Abs(l))),
+                        hn::Mul(hn::Mul(two, unit), hn::Abs(value))));
+    const auto ok = hn::And(hn::And(hn::Le(bound, hn::Mul(tolerance, hn::Add(hn::Abs(value), one))),
+                                    hn::Le(bound, hn::Mul(hundredth, value))),
+                            hn::Lt(bound, inf));
+    const V kept = hn::IfThenElse(ok, value, nan);
+    if (full) {
+      hn::StoreU(kept, d, out + static_cast<std::int64_t>(r) * ldc);
+    } else {
+      hn::Store(kept, d, local + r * NR);
+    }
+  }
+  for (std::size_t r = 0; r < MR && !params.renyi; ++r) {
     const V quad = sum[r];
     const V x =
         hn::Sub(hn::Log(d, prod[r]), hn::Mul(half, hn::Add(hn::Set(d, p.log_mant[r]), q_log_mant)));

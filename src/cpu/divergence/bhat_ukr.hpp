@@ -39,11 +39,20 @@ struct BhatParams {
   double log_bound = 0;
   double tolerance = 0;
   bool hellinger = false;
+  // renyi of order alpha in (0, 1) (renyi_params): the packed variances are beta v_p and
+  // alpha v_q (beta = 1 - alpha), so that s_h is the mixed variance m_h, and
+  //   D = alpha/2 quad + 1/(2 beta) [log prod m - beta log prod v_p - alpha log prod v_q],
+  // the weights' products with the rows' exponents rounded (weight_error per unit of them).
+  bool renyi = false;
+  double quad_scale = 0.25, log_scale = 0.5, p_weight = 0.5, q_weight = 0.5, weight_error = 0;
 };
 
 // The parameters of dimension d: the bound's parts (derived in bhat_ukr.cpp) and, for hellinger,
 // the tolerance B is certified to so that -expm1(-B) is within `tolerance` (H + 1).
 BhatParams bhat_params(std::int64_t d, double tolerance, bool hellinger);
+
+// The parameters of renyi of order alpha in (0, 1) at dimension d (derived in bhat_ukr.cpp).
+BhatParams renyi_params(std::int64_t d, double tolerance, double alpha);
 
 // prod_h v_h = 2^log2 exp(log_mant), the mantissa in [1, 2), for v_h in [1e-300, 1e300]:
 // renormalized after every factor, d roundings, libm's log.

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "cpu/common/diag_terms.hpp"
+#include "cpu/divergence/diag_simd.hpp"
 #include "cpu/divergence/scalar.hpp"
 
 namespace gausskl::cpu {
@@ -65,9 +66,10 @@ double log_ratio(DiagParam pp, double x1, const Scale& s1, DiagParam pq, double 
 }  // namespace
 
 template <class T>
-std::int64_t divergence_diag_rows(const DiagGaussians<T>& p, const DiagGaussians<T>& q,
-                                  const DivergenceConfig& config, std::int64_t lo, std::int64_t hi,
-                                  double* out, std::int64_t* dim, double* value) noexcept {
+std::int64_t divergence_diag_rows_ref(const DiagGaussians<T>& p, const DiagGaussians<T>& q,
+                                      const DivergenceConfig& config, std::int64_t lo,
+                                      std::int64_t hi, double* out, std::int64_t* dim,
+                                      double* value) noexcept {
   const std::int64_t d = p.mean.shape[1];
   const bool p_once = p.mean.shape[0] == 1, q_once = q.mean.shape[0] == 1;
   const Divergence kind = config.kind;
@@ -127,15 +129,32 @@ std::int64_t divergence_diag_rows(const DiagGaussians<T>& p, const DiagGaussians
   return -1;
 }
 
-template std::int64_t divergence_diag_rows<float>(const DiagGaussians<float>&,
-                                                  const DiagGaussians<float>&,
-                                                  const DivergenceConfig&, std::int64_t,
-                                                  std::int64_t, double*, std::int64_t*,
-                                                  double*) noexcept;
-template std::int64_t divergence_diag_rows<double>(const DiagGaussians<double>&,
-                                                   const DiagGaussians<double>&,
-                                                   const DivergenceConfig&, std::int64_t,
-                                                   std::int64_t, double*, std::int64_t*,
-                                                   double*) noexcept;
+template <class T>
+std::int64_t divergence_diag_rows(const DiagGaussians<T>& p, const DiagGaussians<T>& q,
+                                  const DivergenceConfig& config, std::int64_t lo, std::int64_t hi,
+                                  double* out, std::int64_t* dim, double* value) noexcept {
+  if (config.kind == Divergence::kl)
+    return divergence_diag_rows_ref(p, q, config, lo, hi, out, dim, value);
+  for (std::int64_t from = lo; from < hi;) {
+    const std::int64_t left =
+        divergence_diag_rows_simd(p, q, config.kind, config.alpha, from, hi, out + (from - lo));
+    if (left < 0) return -1;
+    // A row the kernel leaves to the scalar form: its failure, or its value.
+    if (divergence_diag_rows_ref(p, q, config, left, left + 1, out + (left - lo), dim, value) >= 0)
+      return left;
+    from = left + 1;
+  }
+  return -1;
+}
+
+#define GAUSSKL_INSTANTIATE(name, T)                                                          \
+  template std::int64_t name<T>(const DiagGaussians<T>&, const DiagGaussians<T>&,             \
+                                const DivergenceConfig&, std::int64_t, std::int64_t, double*, \
+                                std::int64_t*, double*) noexcept;
+GAUSSKL_INSTANTIATE(divergence_diag_rows, float)
+GAUSSKL_INSTANTIATE(divergence_diag_rows, double)
+GAUSSKL_INSTANTIATE(divergence_diag_rows_ref, float)
+GAUSSKL_INSTANTIATE(divergence_diag_rows_ref, double)
+#undef GAUSSKL_INSTANTIATE
 
 }  // namespace gausskl::cpu

@@ -29,8 +29,11 @@ double sigma_error(DiagParam param) {
   return param == DiagParam::stddev ? 0.0 : 4 * kUnit;
 }
 
+// The kinds of the Bhattacharyya kernel: renyi (of an order in (0, 1), the only ones planned here)
+// is its weighted form.
 bool is_bhat(Divergence kind) {
-  return kind == Divergence::bhattacharyya || kind == Divergence::hellinger;
+  return kind == Divergence::bhattacharyya || kind == Divergence::hellinger ||
+         kind == Divergence::renyi;
 }
 
 // The tiles' rows and columns: a panel of the packed operands (diag_pairs/loops.hpp), whose
@@ -63,13 +66,21 @@ DiagDivergenceTiles<T>::DiagDivergenceTiles(const DiagGaussians<T>& p, const Dia
       self_(q == nullptr),
       config_(config),
       bhat_(is_bhat(config.kind)),
+      renyi_(config.kind == Divergence::renyi),
       panel_(panel_of(config.kind)),
       kernel_(diag_kernel<double>()),
       bhat_kernel_(bhat_kernel()) {
   if (bhat_) {
+    if (renyi_) {
+      // Not symmetric: q = p has its own q side, of the weighted variances alpha v.
+      bhat_params_ = renyi_params(d_, config.tolerance, config.alpha);
+      prepare_bhat(p_, p_side_, true, false, 1 - config.alpha);
+      prepare_bhat(q_, q_side_, false, true, config.alpha);
+      return;
+    }
     bhat_params_ = bhat_params(d_, config.tolerance, config.kind == Divergence::hellinger);
-    prepare_bhat(p_, p_side_, true, self_);
-    if (!self_) prepare_bhat(q_, q_side_, false, true);
+    prepare_bhat(p_, p_side_, true, self_, 1.0);
+    if (!self_) prepare_bhat(q_, q_side_, false, true, 1.0);
     return;
   }
   const bool w2 = config.kind == Divergence::wasserstein2;
@@ -91,7 +102,7 @@ DiagDivergenceTiles<T>::DiagDivergenceTiles(const DiagGaussians<T>& p, const Dia
 
 template <class T>
 void DiagDivergenceTiles<T>::prepare_bhat(const DiagGaussians<T>& g, Side& side, bool as_rows,
-                                          bool as_cols) const {
+                                          bool as_cols, double weight) const {
   const std::int64_t rows = g.mean.shape[0], d = d_, panel = panel_;
   const BhatTile t = bhat_kernel_.tile;
   const bool rows_apart = as_rows && t.mr != t.nr;
@@ -126,11 +137,16 @@ void DiagDivergenceTiles<T>::prepare_bhat(const DiagGaussians<T>& g, Side& side,
             }
             const DiagRowSums sums = diag_row_terms(g.param, x, d, v + r * d, nullptr);
             const auto k = static_cast<std::size_t>(i);
-            side.min_v[k] = sums.min_variance;
-            side.max_v[k] = sums.max_variance;
-            side.in_range[k] = bhat_range_ok(sums.min_variance, sums.max_variance,
-                                             sums.min_variance, sums.max_variance);
             bhat_log_product(v + r * d, d, &side.log_mant_v[k], &side.log2_v[k]);
+            // The kernel reads the weighted variances (renyi), and its range is theirs.
+            if (weight != 1.0) {
+              for (std::int64_t h = 0; h < d; ++h)
+                v[r * d + h] *= weight;
+            }
+            const double lo = weight * sums.min_variance, hi = weight * sums.max_variance;
+            side.min_v[k] = lo;
+            side.max_v[k] = hi;
+            side.in_range[k] = bhat_range_ok(lo, hi, lo, hi);
           }
           if (side.packed.size() > 0)
             pack_diag_q(mu, v, d, count, d, t.nr, side.packed.data() + j0 * 2 * d);
@@ -213,7 +229,8 @@ PairsBytes DiagDivergenceTiles<T>::footprint(std::int64_t n, std::int64_t m, std
       return sat_mul(8, values);
     };
     PairsBytes b;
-    b.kept = sat_add(side(n, true, self), self ? 0 : side(m, false, true));
+    const bool renyi = config.kind == Divergence::renyi;  // q = p: its own q side
+    b.kept = sat_add(side(n, true, self && !renyi), self && !renyi ? 0 : side(m, false, true));
     const std::int64_t prepare = sat_mul(8, sat_mul(workers, 2 * panel * d + d));
     const std::int64_t block = sat_mul(workers, sat_mul(8, panel * panel));  // bhat_tile()
     b.work = std::max(prepare, block);
@@ -312,7 +329,7 @@ void DiagDivergenceTiles<T>::bhat_tile(std::int64_t r0, std::int64_t r1, std::in
   const std::int64_t d = d_, panel = panel_, cols = j1 - j0;
   const std::int64_t ra = r0 / t.mr * t.mr;  // the micro-panel of r0 (r0's chunk starts on one)
   const Side& ps = p_side_;
-  const Side& qs = self_ ? p_side_ : q_side_;
+  const Side& qs = self_ && !renyi_ ? p_side_ : q_side_;
   double* const values = work;  // [(i - ra) * panel + j - j0]: certified, or NaN
   const double* const p_rows = ps.rows(t);
   for (std::int64_t jr = j0; jr < j1; jr += t.nr) {
@@ -358,7 +375,7 @@ void DiagDivergenceTiles<T>::block(std::int64_t lo, std::int64_t hi, double* out
   const std::int64_t col_panels = (m + panel - 1) / panel;
   // q = p and a block of all rows: each pair of tiles once, the lower one mirrored (both kinds are
   // symmetric); the tiles on the diagonal whole.
-  const bool mirror = self_ && lo == 0 && hi == n_;
+  const bool mirror = self_ && !renyi_ && lo == 0 && hi == n_;
   std::vector<std::int64_t> units;  // chunk * col_panels + column panel
   for (std::int64_t ci = 0; ci < chunks; ++ci) {
     for (std::int64_t pj = mirror ? first + ci : 0; pj < col_panels; ++pj)

@@ -12,7 +12,9 @@
 //     - 1/2 log prod_h v_q] - D/2 log 2, each product as a mantissa in [1, 2) and an integer
 //     exponent (the kernel's for s, prepared per row for v), so that the logarithms' difference is
 //     of mantissas (|log m| < 0.7) plus log 2 times an exact integer: its error grows with D u,
-//     not with the size of the logarithms; hellinger = -expm1(-B) of the certified B.
+//     not with the size of the logarithms; hellinger = -expm1(-B) of the certified B;
+//   * renyi of an order alpha in (0, 1) on the same kernel, p's variances weighted by 1 - alpha and
+//     q's by alpha, so that s_h is the mixed variance (bhat_ukr.hpp, BhatParams::renyi).
 // Where an entry's bound exceeds `tolerance` (|D| + 1), or 1% of D (near-duplicates: D is then a
 // small difference, or sigma_p - sigma_q a difference of rounded square roots), the entry is
 // recomputed by the exact per-pair form (divergence_diag_rows, diag.hpp) from the caller's arrays.
@@ -74,7 +76,9 @@ class DiagDivergenceTiles {
     }
   };
   void prepare(const DiagGaussians<T>& g, Side& side) const;
-  void prepare_bhat(const DiagGaussians<T>& g, Side& side, bool as_rows, bool as_cols) const;
+  // weight: the factor of the variances the kernel reads (renyi's 1 - alpha for p, alpha for q).
+  void prepare_bhat(const DiagGaussians<T>& g, Side& side, bool as_rows, bool as_cols,
+                    double weight) const;
   // The bhattacharyya (hellinger) part of tile(): the values, certified or recomputed.
   void bhat_tile(std::int64_t r0, std::int64_t r1, std::int64_t j0, std::int64_t j1, double* work,
                  double* out, std::int64_t ldo, double* out_t) const;
@@ -94,7 +98,8 @@ class DiagDivergenceTiles {
   std::int64_t n_, m_, d_, depth_;
   bool self_;
   DivergenceConfig config_;
-  bool bhat_;           // bhattacharyya or hellinger: bhat_kernel_ instead of kernel_
+  bool bhat_;           // bhattacharyya, hellinger or renyi: bhat_kernel_ instead of kernel_
+  bool renyi_;          // renyi: weighted variances, its own q side also for q = p, no mirror
   std::int64_t panel_;  // rows and columns of a tile
   DiagKernel<double> kernel_;
   BhatKernel bhat_kernel_;

@@ -1,9 +1,9 @@
 // All pairs of a divergence other than KL (PairsEngine's alternative for them): any block of rows
 // of D(p_i || q_j), exact in double, for every pair of families.
 //   * two diagonal sides: with config.diag_tiles (jeffreys, wasserstein2, bhattacharyya,
-//     hellinger: diag_tiles.hpp) SIMD tiles, each entry within config.tolerance; else (renyi) the
-//     row-wise closed forms (diag.hpp) of p_i against a range of q's rows, read in place: nothing
-//     prepared;
+//     hellinger, renyi of an order in (0, 1): diag_tiles.hpp) SIMD tiles, each entry within
+//     config.tolerance; else (renyi of an order > 1) the row-wise closed forms (diag.hpp) of p_i
+//     against a range of q's rows, read in place: nothing prepared;
 //   * otherwise each distribution prepared once (slots.hpp: jeffreys' pair-formula layouts, the
 //     other kinds' dense factors), then the per-pair forms; only the pair's mixed covariance is
 //     factored per pair (bhattacharyya, hellinger, renyi), because the math needs its determinant.
