@@ -283,10 +283,10 @@ std::int64_t Rows(const DiagGaussians<T>& p, const DiagGaussians<T>& q, Divergen
       return RowsOfKind<Divergence::renyi>(c, p, q, lo, hi, out);
     case Divergence::wasserstein2:
       return RowsOfKind<Divergence::wasserstein2>(c, p, q, lo, hi, out);
-    case Divergence::kl:
+    default:  // kl (the KL kernels), and a kind without a SIMD form: rows to the scalar form
       break;
   }
-  return lo < hi ? lo : -1;  // kl: not this kernel's (the KL kernels)
+  return lo < hi ? lo : -1;
 }
 
 }  // namespace diag_simd_detail
