@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 #include <variant>
 
@@ -53,6 +54,15 @@ struct BatchDescription : FamilyDescription {
   std::int64_t scale_row;  // elements per distribution of its scale (low rank: cov_factor) array
 };
 
+namespace detail {
+// a * b, or the largest int64 where that overflows: a description is read before the shapes'
+// checks, which then refuse the size (it is never wrapped).
+inline std::int64_t saturating_product(std::int64_t a, std::int64_t b) {
+  std::int64_t out = 0;
+  return __builtin_mul_overflow(a, b, &out) ? std::numeric_limits<std::int64_t>::max() : out;
+}
+}  // namespace detail
+
 template <class T>
 BatchDescription describe_family(const DiagGaussians<T>& g) {
   return {describe_family(g.param), 0, g.mean.shape[1]};
@@ -61,12 +71,14 @@ template <class T>
 BatchDescription describe_family(const FullGaussians<T>& g) {
   const std::int64_t d = g.mean.shape[1];
   return {describe_family(g.param), 0,
-          g.param == FullParam::packed_scale_tril ? d * (d + 1) / 2 : d * d};
+          g.param == FullParam::packed_scale_tril
+              ? detail::saturating_product(d % 2 == 0 ? d / 2 : d, d % 2 == 0 ? d + 1 : (d + 1) / 2)
+              : detail::saturating_product(d, d)};
 }
 template <class T>
 BatchDescription describe_family(const LowRankGaussians<T>& g) {
   const std::int64_t r = g.cov_factor.shape[2];
-  return {describe_low_rank(), r, g.mean.shape[1] * r};
+  return {describe_low_rank(), r, detail::saturating_product(g.mean.shape[1], r)};
 }
 
 template <class T>
