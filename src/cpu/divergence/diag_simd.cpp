@@ -74,39 +74,22 @@ HWY_INLINE VD SigmaDifference(DD d, VD x1, VD s1, VD i1, VD x2, VD s2, VD i2) {
   }
 }
 
-// log1p(delta) and delta - log1p(delta) >= 0 from one reduction of u = 1 + delta (u = 2^k m,
-// m in [sqrt(2) / 2, sqrt(2)), f = m - 1, s = f / (f + 2): log m = f - s (f - R(s)), the KL
-// kernel's DeltaMinusLog1p): delta itself for f where k = 0, so both keep their relative accuracy
-// near 0; u may carry a few roundings of its own (it is read only where k != 0, where both are
-// far from 0). u must be a positive normal double.
+// log1p(delta) and delta - log1p(delta) >= 0 from the KL kernel's one reduction of u = 1 + delta
+// (rowwise_diag_detail::ReduceLog1p): delta itself for f where k = 0, so both keep their relative
+// accuracy near 0; u may carry a few roundings of its own (it is read only where k != 0, where
+// both are far from 0). u must be a positive normal double.
 struct LogPair {
   VD log1p, minus;  // log1p(delta), delta - log1p(delta)
 };
 HWY_INLINE LogPair Log1pPair(DD d, VD delta, VD u) {
   using rowwise_diag_detail::kLn2Hi;
   using rowwise_diag_detail::kLn2Lo;
-  using rowwise_diag_detail::kLogPoly;
-  const hn::RebindToSigned<DD> di;
-  const auto ubits = hn::BitCast(di, u);
-  const auto shifted = hn::Add(ubits, hn::Set(di, 0x3ff0000000000000 - 0x3fe6a09e00000000));
-  const auto exponent =
-      hn::And(shifted, hn::Set(di, static_cast<std::int64_t>(0xfff0000000000000)));
-  const VD m = hn::BitCast(d, hn::Add(hn::Sub(ubits, exponent), hn::Set(di, 0x3ff0000000000000)));
-  const VD k = hn::Sub(hn::ConvertTo(d, hn::ShiftRight<52>(shifted)), hn::Set(d, 1023.0));
-  const VD f = hn::IfThenElse(hn::Eq(k, hn::Zero(d)), delta, hn::Sub(m, hn::Set(d, 1.0)));
-  const VD s = hn::Div(f, hn::Add(f, hn::Set(d, 2.0)));
-  const VD z = hn::Mul(s, s);
-  const VD w = hn::Mul(z, z);
-  const auto c = [d](int i) { return hn::Set(d, kLogPoly[i]); };
-  const VD even = hn::MulAdd(hn::MulAdd(hn::MulAdd(c(6), w, c(4)), w, c(2)), w, c(0));
-  const VD odd = hn::MulAdd(hn::MulAdd(c(5), w, c(3)), w, c(1));
-  const VD corr = hn::Mul(s, hn::Sub(f, hn::MulAdd(even, z, hn::Mul(odd, w))));  // s (f - R)
+  const rowwise_diag_detail::Log1pParts r = rowwise_diag_detail::ReduceLog1p(d, delta, u);
+  const VD corr = hn::Mul(r.s, r.f_minus_r);  // s (f - R)
   // log1p = k ln2 + f - s (f - R); delta - log1p = (delta - f - k ln2) + s (f - R).
   const VD log1p =
-      hn::MulAdd(k, hn::Set(d, kLn2Hi), hn::MulAdd(k, hn::Set(d, kLn2Lo), hn::Sub(f, corr)));
-  VD rest = hn::NegMulAdd(k, hn::Set(d, kLn2Hi), hn::Sub(delta, f));
-  rest = hn::NegMulAdd(k, hn::Set(d, kLn2Lo), rest);
-  return {log1p, hn::Add(rest, corr)};
+      hn::MulAdd(r.k, hn::Set(d, kLn2Hi), hn::MulAdd(r.k, hn::Set(d, kLn2Lo), hn::Sub(r.f, corr)));
+  return {log1p, hn::Add(rowwise_diag_detail::DeltaMinusReduced(d, r, delta), corr)};
 }
 
 // a + b with the same bits for b + a: the compiler may contract a product into an addition's

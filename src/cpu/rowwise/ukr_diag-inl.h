@@ -179,30 +179,40 @@ HWY_INLINE VD Expm1MinusX(DD d, VD r) {
   return Expm1MinusXOf(d, hn::Max(r, hn::Set(d, kExpMin)), r);
 }
 
-// delta - log1p(delta) >= 0, given delta and u = 1 + delta each rounded once from the exact
-// value; u must be a positive normal double.
-HWY_INLINE VD DeltaMinusLog1p(DD d, VD delta, VD u) {
+// The reduction of log1p(delta) = k ln2 + f - s (f - R(s)), from delta and u = 1 + delta, each
+// rounded once from the exact value (u a positive normal double): u = 2^k m with m in
+// [sqrt(2) / 2, sqrt(2)), Highway's Log reduction (hwy/contrib/math); f = m - 1, exact, and where
+// k = 0 it is delta itself, without u's rounding; s = f / (f + 2).
+struct Log1pParts {
+  VD k, f, s, f_minus_r;  // f_minus_r: f - R(s)
+};
+HWY_INLINE Log1pParts ReduceLog1p(DD d, VD delta, VD u) {
   const DI di;
-  // u = 2^k m, m in [sqrt(2) / 2, sqrt(2)): Highway's Log reduction (hwy/contrib/math).
   const VI ubits = hn::BitCast(di, u);
   const VI shifted = hn::Add(ubits, hn::Set(di, 0x3ff0000000000000 - 0x3fe6a09e00000000));
   const VI exponent = hn::And(shifted, hn::Set(di, static_cast<std::int64_t>(0xfff0000000000000)));
   const VD m = hn::BitCast(d, hn::Add(hn::Sub(ubits, exponent), hn::Set(di, 0x3ff0000000000000)));
   const VD k = hn::Sub(hn::ConvertTo(d, hn::ShiftRight<52>(shifted)), hn::Set(d, 1023.0));
-  // m - 1 is exact; where k = 0 it is u - 1, which delta gives without u's rounding.
   const VD f = hn::IfThenElse(hn::Eq(k, hn::Zero(d)), delta, hn::Sub(m, hn::Set(d, 1.0)));
   const VD s = hn::Div(f, hn::Add(f, hn::Set(d, 2.0)));
-  // log(m) = f - s (f - R(s)).
   const VD z = hn::Mul(s, s);
   const VD w = hn::Mul(z, z);
   const auto c = [d](int i) { return hn::Set(d, kLogPoly[i]); };
   const VD even = hn::MulAdd(hn::MulAdd(hn::MulAdd(c(6), w, c(4)), w, c(2)), w, c(0));
   const VD odd = hn::MulAdd(hn::MulAdd(c(5), w, c(3)), w, c(1));
-  const VD big_r = hn::MulAdd(even, z, hn::Mul(odd, w));
-  // delta - log1p(delta) = (delta - f - k ln2) + s (f - R); the first part is 0 where k = 0.
-  VD rest = hn::NegMulAdd(k, hn::Set(d, kLn2Hi), hn::Sub(delta, f));
-  rest = hn::NegMulAdd(k, hn::Set(d, kLn2Lo), rest);
-  return hn::MulAdd(s, hn::Sub(f, big_r), rest);
+  return {k, f, s, hn::Sub(f, hn::MulAdd(even, z, hn::Mul(odd, w)))};
+}
+
+// (delta - f) - k ln2: the part of delta - log1p(delta) outside s (f - R); 0 where k = 0.
+HWY_INLINE VD DeltaMinusReduced(DD d, const Log1pParts& r, VD delta) {
+  const VD rest = hn::NegMulAdd(r.k, hn::Set(d, kLn2Hi), hn::Sub(delta, r.f));
+  return hn::NegMulAdd(r.k, hn::Set(d, kLn2Lo), rest);
+}
+
+// delta - log1p(delta) >= 0 = (delta - f - k ln2) + s (f - R), for delta and u as ReduceLog1p's.
+HWY_INLINE VD DeltaMinusLog1p(DD d, VD delta, VD u) {
+  const Log1pParts r = ReduceLog1p(d, delta, u);
+  return hn::MulAdd(r.s, r.f_minus_r, DeltaMinusReduced(d, r, delta));
 }
 
 // log variance from the parameter.
