@@ -130,6 +130,8 @@ from gausskl._frechet import frechet_distance
 from gausskl._frechet_features import frechet_from_features
 from gausskl._from_torch import from_torch
 from gausskl._jitter import JitterWarning
+from gausskl._mixtures import (GaussianMixture, log_overlap, mixture_divergence, mixture_kl,
+                               mixture_kl_bounds, pairwise_log_overlap)
 from gausskl._moments import MomentAccumulator, fit_gaussian
 from gausskl._ops import kl, kl_standard_normal, knn_kl, pairwise_kl
 
@@ -149,6 +151,7 @@ __all__ = [
     "FullGaussian",
     "GaussKLError",
     "Gaussian",
+    "GaussianMixture",
     "InputError",
     "JitterWarning",
     "LowRankGaussian",
@@ -164,8 +167,13 @@ __all__ = [
     "from_torch",
     "kl",
     "kl_standard_normal",
+    "log_overlap",
+    "mixture_divergence",
+    "mixture_kl",
+    "mixture_kl_bounds",
     "knn",
     "knn_kl",
     "pairwise",
     "pairwise_kl",
+    "pairwise_log_overlap",
 ]

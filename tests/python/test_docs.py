@@ -12,6 +12,7 @@ from conftest import needs_torch, run_readme_python
 # Every module whose docstrings hold examples; each example makes its own data, so it runs as
 # pasted (torch examples need torch).
 DOCTESTED = ["gausskl._distributions", "gausskl._frechet", "gausskl._frechet_features",
+             "gausskl._mixtures",
              "gausskl._moments",
               pytest.param("gausskl", marks=needs_torch),
               pytest.param("gausskl._ops", marks=needs_torch),
