@@ -323,3 +323,75 @@ def test_gradcheck_bounds_variational_and_log_overlap():
 
     for method in ("variational", "upper_bound", "lower_bound", "product", "log_overlap"):
         assert torch.autograd.gradcheck(run(method), (mu, logstd, logits, gmu, L))
+
+
+# -- densities, samples, Monte Carlo -----------------------------------------------------------------
+def _full_mixture(rng, c=3, d=2, offset=0.0):
+    mu = rng.normal(size=(c, d)) + offset
+    A = rng.normal(size=(c, d, d))
+    S = A @ np.swapaxes(A, -1, -2) + 0.2 * np.eye(d)
+    w = rng.dirichlet(np.ones(c))
+    return gk.GaussianMixture(gk.FullGaussian(mu, covariance=S), weights=w), (mu, S, w)
+
+
+def test_log_prob_against_scipy_and_torch():
+    rng = np.random.default_rng(40)
+    f, (mu, S, w) = _full_mixture(rng, offset=1e3)
+    x = rng.normal(size=(7, 2)) + 1e3
+    ref = np.log(sum(w[a] * multivariate_normal(mu[a], S[a]).pdf(x) for a in range(3)))
+    np.testing.assert_allclose(f.log_prob(x), ref, rtol=1e-12)
+    td = torch.distributions
+    mix = td.MixtureSameFamily(td.Categorical(torch.tensor(w)),
+                               td.MultivariateNormal(torch.tensor(mu),
+                                                     covariance_matrix=torch.tensor(S)))
+    np.testing.assert_allclose(f.log_prob(x), mix.log_prob(torch.tensor(x)).numpy(), rtol=1e-12)
+    batch = _batch(rng, (4,), 3, 2)
+    assert batch.log_prob(rng.normal(size=(6, 4, 2))).shape == (6, 4)
+    assert batch.log_prob(rng.normal(size=(6, 1, 2))).shape == (6, 4)
+    with pytest.raises(ValueError, match=r"^\[GaussianMixture.log_prob\] x must have D = 2"):
+        batch.log_prob(np.zeros((4, 3)))
+    with pytest.raises(ValueError, match=r"does not broadcast with the batch shape \(4,\)"):
+        batch.log_prob(np.zeros((6, 3, 2)))
+
+
+def test_samples_have_the_moments_and_are_seeded():
+    rng = np.random.default_rng(41)
+    f, _ = _full_mixture(rng)
+    x = f.sample(400_000, seed=3)
+    assert x.shape == (400_000, 2)
+    np.testing.assert_allclose(x.mean(0), f.mean, atol=0.02)
+    np.testing.assert_allclose(np.cov(x.T), f.covariance, atol=0.05)
+    np.testing.assert_array_equal(f.sample(10, seed=3), f.sample(10, seed=3))
+    assert not np.array_equal(f.sample(10, seed=3), f.sample(10, seed=4))
+
+
+def test_monte_carlo_agrees_with_quadrature_and_is_reproducible():
+    rng = np.random.default_rng(42)
+    f, fp = mixture_1d(rng, 3)
+    g, gp = mixture_1d(rng, 2)
+    kl = kl_quadrature(fp, gp)
+    est, se = gk.mixture_kl_mc(f, g, samples=200_000, seed=7)
+    assert abs(est - kl) <= 5 * se and se < 0.01
+    # The same values whatever the memory budget (the blocks are the unit of the generator).
+    again = gk.mixture_kl_mc(f, g, samples=200_000, seed=7, memory_budget=1)
+    assert again[0] == est and again[1] == se
+    assert gk.mixture_kl_mc(f, f, samples=1000) == (0.0, 0.0)
+
+
+def test_monte_carlo_gradients_are_reparameterized():
+    # f = N(mu, 1), g = N(0, 1): log f(x) - log g(x) = mu^2 / 2 + mu z at x = mu + z, so the
+    # reparameterized gradient is mu + mean(z), within 5 / sqrt(n) of dKL/dmu = mu.
+    mu = torch.tensor([[0.7]], dtype=torch.float64, requires_grad=True)
+    f = gk.GaussianMixture(gk.DiagGaussian(mu, std=torch.ones(1, 1, dtype=torch.float64)),
+                           weights=torch.ones(1, dtype=torch.float64))
+    g = gk.DiagGaussian(torch.zeros(1, dtype=torch.float64), std=torch.ones(1, dtype=torch.float64))
+    n = 40_000
+    est, _ = gk.mixture_kl_mc(f, g, samples=n, seed=1)
+    est.backward()
+    assert abs(mu.grad.item() - 0.7) <= 5 / math.sqrt(n)
+
+
+def test_monte_carlo_rules():
+    p = gk.DiagGaussian(np.zeros(1), std=np.ones(1))
+    with pytest.raises(ValueError, match=r"^\[mixture_kl_mc\] samples must be an integer >= 2"):
+        gk.mixture_kl_mc(p, p, samples=1)
