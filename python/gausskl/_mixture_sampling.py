@@ -214,3 +214,37 @@ def _cat(parts):
 
         return torch.cat(parts)
     return np.concatenate(parts)
+
+
+def unscented(f, g, batch: tuple, op: str):
+    """sum_a w_a / (2D) sum_k (log f - log g)(mu_a +- sqrt(D) L_a e_k), [k]."""
+    F, G = Rows(f, batch, op), Rows(g, batch, op)
+    d = f.d
+    if F.f.diag:
+        v = F.f.var
+        sd = v.sqrt() if F.torch else np.sqrt(v)
+        cols = _diag_embed(sd)  # [k, C, D, D]: column k is sd_k e_k
+    else:
+        cols = F.f.L
+    step = math.sqrt(d) * _swap(cols)  # [k, C, D (which point), D]
+    mean = F.f.mean[:, :, None, :]
+    x = _cat_axis([mean + step, mean - step], 2)  # [k, C, 2D, D]
+    r = F.log_prob(x) - G.log_prob(x)  # [k, C, 2D]
+    w = F.lw.exp() if F.torch else np.exp(F.lw)
+    return (w * r.mean(-1)).sum(-1)
+
+
+def _diag_embed(v):
+    if _arrays.is_torch(v):
+        import torch
+
+        return torch.diag_embed(v)
+    return v[..., None] * np.eye(v.shape[-1])
+
+
+def _cat_axis(parts, axis):
+    if _arrays.is_torch(parts[0]):
+        import torch
+
+        return torch.cat(parts, dim=axis)
+    return np.concatenate(parts, axis=axis)

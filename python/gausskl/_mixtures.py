@@ -547,7 +547,7 @@ def mixture_kl_bounds(f, g):
     return _result(P.shaped(_lower(P)), f, g), _result(P.shaped(_upper(P)), f, g)
 
 
-_METHODS = ("variational", "upper_bound", "lower_bound", "product", "matched")
+_METHODS = ("variational", "upper_bound", "lower_bound", "product", "matched", "unscented")
 
 
 def mixture_kl(f, g, method: str = "variational"):
@@ -564,6 +564,9 @@ def mixture_kl(f, g, method: str = "variational"):
       ``int f_a g_b`` in place of ``exp(-KL)``.
     * ``"matched"`` (Goldberger et al. 2003): each f_a matched to the g_b minimizing ``KL(f_a
       || g_b) - log pi_b``, ``sum_a w_a (KL(f_a || g_m(a)) + log(w_a / pi_m(a)))``.
+    * ``"unscented"`` (Goldberger et al. 2003): ``sum_a w_a / (2D) sum_k log(f(x_ak) /
+      g(x_ak))`` at the 2D sigma points ``x_ak = mu_a +- sqrt(D) L_a e_k`` of each component
+      (L_a L_a' = Sigma_a); exact for single Gaussians.
 
     ``f``, ``g``: GaussianMixture or plain Gaussian batches, any families, NumPy or torch
     (gradients flow, except through matched's choice of m).
@@ -574,6 +577,13 @@ def mixture_kl(f, g, method: str = "variational"):
     fast = _one_gaussian_against_a_prior(op, f, g, method)
     if fast is not None:
         return fast
+    if method == "unscented":
+        f, g = as_mixture(op, "f", f), as_mixture(op, "g", g)
+        if f.is_torch != g.is_torch:
+            f, g = (_as_torch(f), g) if g.is_torch else (f, _as_torch(g))
+        mixture_kl(f, g, "matched")  # validated as every operation
+        batch = tuple(np.broadcast_shapes(f.batch_shape, g.batch_shape))
+        return _result(_sampling.unscented(f, g, batch, op).reshape(batch), f, g)
     f, g, P = _pairs(op, f, g)
     if method in ("upper_bound", "lower_bound"):
         out = _lower(P) if method == "lower_bound" else _upper(P)

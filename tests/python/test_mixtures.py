@@ -15,7 +15,7 @@ import gausskl as gk
 
 torch = pytest.importorskip("torch")
 
-METHODS = ("variational", "upper_bound", "lower_bound", "product", "matched")
+METHODS = ("variational", "upper_bound", "lower_bound", "product", "matched", "unscented")
 
 
 def mixture_1d(rng, c, offset=0.0):
@@ -214,7 +214,7 @@ def test_single_components_and_equal_mixtures(method):
     p = gk.DiagGaussian(rng.normal(size=(6, 4)), std=rng.uniform(0.5, 2, (6, 4)))
     q = gk.FullGaussian(rng.normal(size=(6, 4)), scale_tril=np.eye(4) * 1.3)
     got = gk.mixture_kl(p, q, method)
-    if method in ("variational", "matched", "upper_bound"):
+    if method in ("variational", "matched", "upper_bound", "unscented"):
         np.testing.assert_allclose(got, gk.kl(p, q), rtol=1e-13)
     f, _ = mixture_1d(rng, 4)
     # The upper bound of f = g is its slack (> 0); matched's m(a) may pick another component
@@ -321,7 +321,8 @@ def test_gradcheck_bounds_variational_and_log_overlap():
             return gk.mixture_kl(f, g, method)
         return fn
 
-    for method in ("variational", "upper_bound", "lower_bound", "product", "log_overlap"):
+    for method in ("variational", "upper_bound", "lower_bound", "product", "unscented",
+                   "log_overlap"):
         assert torch.autograd.gradcheck(run(method), (mu, logstd, logits, gmu, L))
 
 
