@@ -218,7 +218,7 @@ def test_single_components_and_equal_mixtures(method):
         np.testing.assert_allclose(got, gk.kl(p, q), rtol=1e-13)
     f, _ = mixture_1d(rng, 4)
     # The upper bound of f = g is its slack (> 0); matched's m(a) may pick another component
-    # of f (Hershey & Olsen 2007, section 5), so neither is 0 there.
+    # of f (Hershey & Olsen 2007 discuss it), so neither is 0 there.
     if method not in ("upper_bound", "matched"):
         assert gk.mixture_kl(f, f, method) == 0.0
 
@@ -396,3 +396,10 @@ def test_monte_carlo_rules():
     p = gk.DiagGaussian(np.zeros(1), std=np.ones(1))
     with pytest.raises(ValueError, match=r"^\[mixture_kl_mc\] samples must be an integer >= 2"):
         gk.mixture_kl_mc(p, p, samples=1)
+
+
+def test_readme_mixture_snippet_runs_as_pasted():
+    from conftest import run_readme_python
+
+    namespace = run_readme_python("## Gaussian mixtures", "## FID from features")
+    assert tuple(namespace["kl"].shape) == (100,) and namespace["mu"].grad.shape == (100, 40)
