@@ -131,7 +131,8 @@ from gausskl._frechet_features import frechet_from_features
 from gausskl._from_torch import from_torch
 from gausskl._jitter import JitterWarning
 from gausskl._mixtures import (GaussianMixture, log_overlap, mixture_divergence, mixture_kl,
-                               mixture_kl_bounds, mixture_kl_mc, pairwise_log_overlap)
+                               mixture_kl_bounds, mixture_kl_mc, pairwise_log_overlap,
+                               reduce_mixture)
 from gausskl._moments import MomentAccumulator, fit_gaussian
 from gausskl._ops import kl, kl_standard_normal, knn_kl, pairwise_kl
 
@@ -177,4 +178,5 @@ __all__ = [
     "pairwise",
     "pairwise_kl",
     "pairwise_log_overlap",
+    "reduce_mixture",
 ]

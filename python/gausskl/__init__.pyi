@@ -280,3 +280,7 @@ def mixture_kl_mc(
     f: MixtureLike, g: MixtureLike, samples: int = 10_000, seed: int = 0, *,
     memory_budget: Optional[int] = None
 ) -> Tuple[Array, Array]: ...
+def reduce_mixture(
+    f: MixtureLike, components: Optional[int] = None, *, method: str = "runnalls",
+    threshold: Optional[float] = None, diagonal: bool = False
+) -> GaussianMixture: ...
