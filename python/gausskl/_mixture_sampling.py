@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from gausskl import _arrays, _dense
+from gausskl._batches import broadcast, reshaped
 
 _LOG_2PI = math.log(2.0 * math.pi)
 BLOCK = 1024  # samples per component per generator block (the reproducibility unit)
@@ -121,12 +122,10 @@ class Rows:
     """A mixture broadcast to a batch of k mixtures: its factors [k, C] and log weights [k, C]."""
 
     def __init__(self, m, batch: tuple, op: str):
-        from gausskl._mixtures import _with_batch
-
         k = math.prod(batch)
         comps = m.components
         full = (*batch, m.n_components)
-        self.f = _Factors(_with_batch(_broadcast_batch(comps, full), (k, m.n_components)), op)
+        self.f = _Factors(reshaped(broadcast(comps, full), (k, m.n_components)), op)
         lw = _dense.as_float64(m.log_weights)
         lw = lw.expand(full) if _arrays.is_torch(lw) else np.broadcast_to(lw, full)
         self.lw = lw.reshape((k, m.n_components))
@@ -160,16 +159,6 @@ class Rows:
         extra = x.ndim - 2
         lw = self.lw[r0:r1][(slice(None),) + (None,) * extra]
         return _lse(self.f.rows(r0, r1).log_density(x) + lw, -1)
-
-
-def _broadcast_batch(g, batch):
-    """g with every array broadcast to the batch `batch` (views)."""
-    arrays = []
-    for a, r in zip(g._spec[1:], g._event_ranks()):
-        event = tuple(a.shape[a.ndim - r:])
-        shape = (*batch, *event)
-        arrays.append(a.expand(shape) if _arrays.is_torch(a) else np.broadcast_to(a, shape))
-    return g._replace(arrays)
 
 
 def monte_carlo(f, g, batch: tuple, samples: int, seed: int, budget: int, op: str):

@@ -21,6 +21,8 @@ import math
 import numpy as np
 
 from gausskl import _arrays, _dense
+from gausskl._batches import broadcast as _broadcast
+from gausskl._batches import reshaped as _with_batch
 from gausskl import _mixture_sampling as _sampling
 from gausskl._distributions import Gaussian
 from gausskl._divergence import divergence, pairwise
@@ -260,23 +262,6 @@ def _weighted_sum(lw, x):
         return torch.where(w > 0, w * x, torch.zeros((), dtype=x.dtype)).sum(-1)
     with np.errstate(invalid="ignore"):
         return np.where(w > 0, w * x, 0.0).sum(-1)
-
-
-def _with_batch(g: Gaussian, batch: tuple) -> Gaussian:
-    """g with its batch broadcast to g.batch_shape and reshaped to `batch` (same size)."""
-    if tuple(batch) == tuple(g.batch_shape) and all(
-            tuple(a.shape[:a.ndim - r]) == tuple(batch)
-            for a, r in zip(g._spec[1:], g._event_ranks())):
-        return g
-    arrays = []
-    for a, r in zip(g._spec[1:], g._event_ranks()):
-        event = tuple(a.shape[a.ndim - r:])
-        full = (*g.batch_shape, *event)
-        if _arrays.is_torch(a):
-            arrays.append(a.expand(full).reshape((*batch, *event)))
-        else:
-            arrays.append(np.broadcast_to(a, full).reshape((*batch, *event)))
-    return g._replace(arrays)
 
 
 def _rows(g: Gaussian, idx) -> Gaussian:
@@ -711,7 +696,7 @@ def reduce_mixture(f, components: int | None = None, *, method: str = "runnalls"
                          f"{type(m.components).__name__}")
     k = math.prod(batch)
     diag = bool(diagonal)
-    g = _with_batch(_sampling._broadcast_batch(m.components, (*batch, c)), (k, c))
+    g = _with_batch(_broadcast(m.components, (*batch, c)), (k, c))
     mu = _to_numpy(g.mean)
     S = _to_numpy(_dense.covariance(g, op))
     if diag:
