@@ -729,3 +729,27 @@ def knn(kind, alpha, p, q, k, exclude_self, jitter, tolerance, memory_budget, th
                                                      threads, jitter, tolerance, memory_budget),
                    lambda a, b, saved, g, needs: _pairs_backward_op(
                        a, pc, b, qc, kind, alpha, jitter, memory_budget, saved[0], g, needs))
+
+
+# -- Gaussian mixtures' weights: checked when the step runs, not when it is traced ---------------
+
+@torch.library.custom_op("gausskl::checked_weights", mutates_args=())
+def _checked_weights_op(w: torch.Tensor, logits: bool) -> torch.Tensor:
+    from gausskl._weights import check
+
+    check("GaussianMixture", "logits" if logits else "weights", w, int(w.shape[-1]))
+    return w.clone()
+
+
+@_checked_weights_op.register_fake
+def _(w, logits):
+    return torch.empty_like(w)
+
+
+_checked_weights_op.register_autograd(lambda ctx, g: (g, None))
+
+
+def checked_weights(w: torch.Tensor, logits: bool) -> torch.Tensor:
+    """w itself, its values checked as GaussianMixture checks them, when the compiled step
+    runs (a data-dependent check would break the graph)."""
+    return _checked_weights_op(w, logits)

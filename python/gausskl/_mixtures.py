@@ -22,6 +22,7 @@ import numpy as np
 
 from gausskl import _arrays, _dense
 from gausskl._batches import broadcast as _broadcast
+from gausskl._weights import check as _check_weights
 from gausskl._batches import reshaped as _with_batch
 from gausskl import _mixture_sampling as _sampling
 from gausskl._distributions import Gaussian
@@ -84,7 +85,12 @@ class GaussianMixture:
         except ValueError:
             raise ValueError(f"[{op}] {given} of shape {tuple(w.shape)} does not broadcast with "
                              f"the components' batch shape {tuple(g.batch_shape)}") from None
-        _check_weights(op, given, w, c)
+        if torch_ and _arrays.traced(op):
+            from gausskl import _compile
+
+            w = _compile.checked_weights(w, given == "logits")
+        else:
+            _check_weights(op, given, w, c)
         lw = _log_weights(w, given == "logits")
         self.components, self.log_weights = g, lw
         self._torch = torch_ or g.is_torch
@@ -180,36 +186,6 @@ def _torch_tensor(x, like: GaussianMixture):
     return torch.as_tensor(np.asarray(x), device=like.components.device)
 
 
-def _check_weights(op: str, given: str, w, c: int) -> None:
-    tol = 1e-6 if _arrays.kind(w) == _arrays.FLOAT32 else 16 * c * np.finfo(np.float64).eps
-    if _arrays.is_torch(w):
-        # One fused test and one sync in a training step; the messages below only on failure.
-        x = w.detach()
-        ok = x.isfinite().all()
-        if given == "weights":
-            ok = ok & (x >= 0).all() & ((x.double().sum(-1) - 1.0).abs() <= tol).all()
-        if bool(ok):
-            return
-    x = w.detach() if _arrays.is_torch(w) else w
-    x = np.asarray(x.cpu().double()) if _arrays.is_torch(x) else x.astype(np.float64)
-    bad = ~np.isfinite(x)
-    if bad.any():
-        at = np.unravel_index(int(np.argmax(bad)), x.shape)
-        raise ValueError(f"[{op}] {given} must be finite, found {x[at]} at index {[int(i) for i in at]}")
-    if given == "logits":
-        return
-    neg = x < 0
-    if neg.any():
-        at = np.unravel_index(int(np.argmax(neg)), x.shape)
-        raise ValueError(f"[{op}] weights must be non-negative, found {x[at]} at index "
-                         f"{[int(i) for i in at]}")
-    off = np.abs(x.sum(-1) - 1.0)
-    if (off > tol).any():
-        at = np.unravel_index(int(np.argmax(off > tol)), off.shape)
-        raise ValueError(f"[{op}] weights must sum to 1 over the components (within {tol:.3g}), "
-                         f"found {x.sum(-1)[at]!r} for mixture {[int(i) for i in at]}")
-
-
 def _log_weights(w, logits: bool):
     if _arrays.is_torch(w):
         import torch
@@ -265,8 +241,10 @@ def _weighted_sum(lw, x):
 
 
 def _rows(g: Gaussian, idx) -> Gaussian:
-    """The entries idx (an int64 array) of g's first batch axis (every array has it: g comes
-    from _with_batch)."""
+    """The entries idx (an int64 array; None: all) of g's first batch axis (every array has it:
+    g comes from _with_batch)."""
+    if idx is None:
+        return g
     return g._replace([a[torch_index(idx)] if _arrays.is_torch(a) else a[idx]
                        for a in g._spec[1:]])
 
@@ -295,7 +273,7 @@ class _Side:
         self.kc = math.prod(own)
         self.g = _with_batch(m.components, (self.kc, self.c))
         # The component row of each own mixture.
-        self.rows = np.broadcast_to(np.arange(self.kc).reshape(own), self.batch).reshape(-1)
+        self.rows = _index(own, self.batch)
         lw = _dense.as_float64(m.log_weights)
         shape = (*self.batch, self.c)
         lw = lw.expand(shape) if _arrays.is_torch(lw) else np.broadcast_to(lw, shape)
@@ -318,7 +296,12 @@ class _Side:
             else:  # every component row against itself, row by row over [kc, C, C]
                 m = _dense.as_float64(divergence(_with_batch(g, (self.kc, self.c, 1)),
                                                  _with_batch(g, (self.kc, 1, self.c)), kind))
-            self._cache[key] = _gather(m, self.rows if self.kc > 1 else np.zeros(self.k, int))
+            if self.kc == 1 and self.k > 1:
+                m = m.expand((self.k, self.c, self.c)) if _arrays.is_torch(m) else \
+                    np.broadcast_to(m, (self.k, self.c, self.c))
+                self._cache[key] = m
+            else:
+                self._cache[key] = _gather(m, self.rows)
         return self._cache[key]
 
     def core(self):
@@ -335,11 +318,28 @@ def _engine_pairwise(kind, p, q):
     return _dense.as_float64(pairwise(p, q, kind))
 
 
+def _index(own: tuple, batch: tuple):
+    """The entry of `own` (a batch shape broadcasting to `batch`) of each entry of `batch`, as
+    an int64 array; None when they are the same (no gather: decided from the shapes alone, so
+    that torch.compile traces no data-dependent branch)."""
+    own, batch = tuple(own), tuple(batch)
+    if own == batch:
+        return None
+    return np.broadcast_to(np.arange(math.prod(own)).reshape(own), batch).reshape(-1)
+
+
+def _compose(inner, outer):
+    """The index of an index: inner[outer], either None meaning the identity."""
+    if outer is None:
+        return inner
+    if inner is None:
+        return outer
+    return inner[outer]
+
+
 def _gather(x, idx):
-    """x[idx] along the first axis; x itself when idx is 0, 1, ..., len(x) - 1 (a training
-    step's batches: no copy, no index tensor)."""
-    if len(idx) == x.shape[0] and (len(idx) == 1 or (idx[0] == 0 and
-                                                     bool((np.diff(idx) == 1).all()))):
+    """x[idx] along the first axis; x itself for idx None (the identity)."""
+    if idx is None:
         return x
     return x[torch_index(idx)] if _arrays.is_torch(x) else x[idx]
 
@@ -358,12 +358,9 @@ class _Pairs:
         self.batch = tuple(np.broadcast_shapes(f.batch_shape, h.batch_shape))
         self.n = math.prod(self.batch)
         # The own mixture of f and of h of each pair.
-        self.fi = self._index(f.batch_shape)
-        self.hi = self._index(h.batch_shape)
+        self.fi = _index(f.batch_shape, self.batch)
+        self.hi = _index(h.batch_shape, self.batch)
         self._cache = {}
-
-    def _index(self, own):
-        return np.broadcast_to(np.arange(math.prod(own)).reshape(own), self.batch).reshape(-1)
 
     def to_pairs(self, x, side: str):
         """An own term of f or h, [k, ...], as [n, ...]."""
@@ -380,9 +377,11 @@ class _Pairs:
         else:
             gf = _zero_mean(F.g) if zero_means else F.g
             gh = _zero_mean(H.g) if zero_means else H.g
-            # The component rows of each pair, on each side.
-            rf, rh = F.rows[self.fi], H.rows[self.hi]
+            # The component rows of each pair, on each side (None: pair i is row i).
+            rf, rh = _compose(F.rows, self.fi), _compose(H.rows, self.hi)
             if F.kc * H.kc <= 2 * self.n:
+                rf = np.arange(F.kc) if rf is None else rf
+                rh = np.arange(H.kc) if rh is None else rh
                 # Every component row against every other is (nearly) needed: one all-pairs
                 # call, [kc_f C, kc_h K], then each pair's block taken from it.
                 m = _engine_pairwise(kind, _with_batch(gf, (F.kc * F.c,)),

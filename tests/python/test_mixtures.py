@@ -403,3 +403,39 @@ def test_readme_mixture_snippet_runs_as_pasted():
 
     namespace = run_readme_python("## Gaussian mixtures", "## FID from features")
     assert tuple(namespace["kl"].shape) == (100,) and namespace["mu"].grad.shape == (100, 40)
+
+
+@pytest.mark.parametrize("method", ["upper_bound", "variational", "lower_bound"])
+def test_compiles_with_fullgraph(method):
+    torch._dynamo.reset()
+    g = torch.Generator().manual_seed(0)
+    mu = torch.randn(8, 4, generator=g, requires_grad=True)
+    pm, lg = torch.randn(5, 4, generator=g), torch.zeros(5, requires_grad=True)
+
+    def step(mu, pm, lg):
+        f = gk.DiagGaussian(mu, logvar=torch.zeros_like(mu))
+        if method != "upper_bound":  # batches of mixtures: the general path
+            f = gk.GaussianMixture(gk.DiagGaussian(mu.reshape(2, 4, 4), std=torch.ones(2, 4, 4)),
+                                   logits=torch.zeros(2, 4))
+        prior = gk.GaussianMixture(gk.DiagGaussian(pm, logvar=torch.zeros_like(pm)), logits=lg)
+        return gk.mixture_kl(f, prior, method).sum()
+
+    compiled = torch.compile(step, fullgraph=True)
+    got, want = compiled(mu, pm, lg), step(mu, pm, lg)
+    assert torch.allclose(got, want, rtol=1e-6)
+    got.backward()
+    assert lg.grad is not None and mu.grad is not None
+
+
+def test_weights_are_checked_when_a_compiled_step_runs():
+    torch._dynamo.reset()
+
+    def step(w):
+        comps = gk.DiagGaussian(torch.zeros(2, 1), std=torch.ones(2, 1))
+        f = gk.DiagGaussian(torch.zeros(1), std=torch.ones(1))
+        return gk.mixture_kl(f, gk.GaussianMixture(comps, weights=w), "upper_bound")
+
+    compiled = torch.compile(step, fullgraph=True)
+    compiled(torch.tensor([0.5, 0.5]))
+    with pytest.raises(Exception, match=r"weights must be non-negative"):
+        compiled(torch.tensor([1.5, -0.5]))
