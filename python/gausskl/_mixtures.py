@@ -401,7 +401,8 @@ class _Pairs:
         return -2.0 * self.cross("bhattacharyya") + self.cross("bhattacharyya", zero_means=True)
 
     def shaped(self, x):
-        return x.reshape(self.batch)
+        """[n, ...] as batch + (...)."""
+        return x.reshape((*self.batch, *x.shape[1:]))
 
 
 def _zero_mean(g: Gaussian) -> Gaussian:
@@ -466,13 +467,60 @@ def _one_gaussian_against_a_prior(op, f, g, method):
     return _result(out, g) if f.dtype == _arrays.FLOAT32 else out
 
 
-def _pairs(op, f, g):
+_BLOCK_BUDGET = 1 << 30  # bytes of [n, C, K] blocks per step without a memory_budget
+_BLOCKS_PER_PAIR = 8  # the [C, K] float64 blocks of one pair alive at once, at most
+
+
+def _run(op: str, f, g, compute, memory_budget):
+    """compute(P) -> [n] over the pairs of mixtures of f and g, in slices of the broadcast
+    batch's first axis whose [n, C, K] blocks stay within memory_budget (1 GiB without one):
+    all pairs of N and M mixtures ([N, 1] against [1, M]) are then N / slices all-pairs calls.
+    Returns the result of the broadcast batch shape, in the inputs' precision."""
     f0, g0 = f, g
     f, g = as_mixture(op, "f", f), as_mixture(op, "g", g)
     if f.d != g.d:
         raise ValueError(f"[{op}] f and g must have the same dimension, found D = {f.d} and "
                          f"D = {g.d}")
-    return f, g, _Pairs(op, f, g, same=f0 is g0)
+    if memory_budget is not None and (not isinstance(memory_budget, (int, np.integer))
+                                      or memory_budget < 0):
+        raise ValueError(f"[{op}] memory_budget must be a number of bytes >= 0, found "
+                         f"{memory_budget!r}")
+    budget = _BLOCK_BUDGET if not memory_budget else int(memory_budget)
+    same = f0 is g0
+    batch = tuple(np.broadcast_shapes(f.batch_shape, g.batch_shape))
+    per_pair = f.n_components * g.n_components * 8 * _BLOCKS_PER_PAIR
+    if not batch or batch[0] == 1 or math.prod(batch) * per_pair <= budget:
+        P = _Pairs(op, f, g, same)
+        return _result(P.shaped(compute(P)), f, g)
+    rows = max(1, budget // (per_pair * math.prod(batch[1:])))
+    parts = []
+    for i0 in range(0, batch[0], rows):
+        i1 = min(batch[0], i0 + rows)
+        fs = _slice_first(f, len(batch), i0, i1)
+        P = _Pairs(op, fs, fs if same else _slice_first(g, len(batch), i0, i1), same)
+        parts.append(P.shaped(compute(P)))
+    if _arrays.is_torch(parts[0]):
+        import torch
+
+        return _result(torch.cat(parts), f, g)
+    return _result(np.concatenate(parts), f, g)
+
+
+def _slice_first(m: GaussianMixture, ndim: int, i0: int, i1: int) -> GaussianMixture:
+    """The mixtures i0:i1 along the first of `ndim` batch axes (m itself where m is shared
+    along it)."""
+    own = (1,) * (ndim - len(m.batch_shape)) + tuple(m.batch_shape)
+    if own[0] == 1:
+        return m
+    c = m.n_components
+    comps = _broadcast(m.components, (*own, c))
+    lw = m.log_weights
+    lw = lw.expand((*own, c)) if _arrays.is_torch(lw) else np.broadcast_to(lw, (*own, c))
+    out = object.__new__(GaussianMixture)
+    out.components = comps._replace([a[i0:i1] for a in comps._spec[1:]])
+    out.log_weights = lw[i0:i1]
+    out._torch = m._torch
+    return out
 
 
 def _clamp_min(x, lo):
@@ -489,7 +537,7 @@ def _minimum(x, y):
 
 def _lower(P: _Pairs):
     c = 0.5 * P.f.d * (1.0 - math.log(2.0))
-    lower = _weighted_sum(P.to_pairs(P.F.lw, 'f'), _variational_self(P) - c - _jensen_cross(P))
+    lower = _weighted_sum(P.to_pairs(P.F.lw, "f"), _variational_self(P) - c - _jensen_cross(P))
     return _clamp_min(lower, 0.0)
 
 
@@ -498,11 +546,12 @@ def _upper(P: _Pairs):
         entropy_side = 0.0  # H(f) is its component's: min(c + J, 0) = min(c, 0) = 0
     else:
         c = 0.5 * P.f.d * (1.0 - math.log(2.0))
-        entropy_side = _minimum(_weighted_sum(P.to_pairs(P.F.lw, 'f'), c + _jensen_self(P)), 0.0)
-    return _clamp_min(entropy_side - _weighted_sum(P.to_pairs(P.F.lw, 'f'), _variational_cross(P)), 0.0)
+        entropy_side = _minimum(_weighted_sum(P.to_pairs(P.F.lw, "f"), c + _jensen_self(P)), 0.0)
+    cross = _weighted_sum(P.to_pairs(P.F.lw, "f"), _variational_cross(P))
+    return _clamp_min(entropy_side - cross, 0.0)
 
 
-def mixture_kl_bounds(f, g):
+def mixture_kl_bounds(f, g, *, memory_budget: int | None = None):
     """Guaranteed bounds on KL(f || g) between Gaussian mixtures: ``(lower, upper)`` with
     ``lower <= KL(f || g) <= upper`` for every input, in nats, of the mixtures' broadcast batch
     shape.
@@ -527,14 +576,22 @@ def mixture_kl_bounds(f, g):
     True
     """
     op = "mixture_kl_bounds"
-    f, g, P = _pairs(op, f, g)
-    return _result(P.shaped(_lower(P)), f, g), _result(P.shaped(_upper(P)), f, g)
+    both = _run(op, f, g, lambda P: _stack2(_lower(P), _upper(P)), memory_budget)
+    return both[..., 0], both[..., 1]
+
+
+def _stack2(a, b):
+    if _arrays.is_torch(a):
+        import torch
+
+        return torch.stack([a, b], -1)
+    return np.stack([a, b], -1)
 
 
 _METHODS = ("variational", "upper_bound", "lower_bound", "product", "matched", "unscented")
 
 
-def mixture_kl(f, g, method: str = "variational"):
+def mixture_kl(f, g, method: str = "variational", *, memory_budget: int | None = None):
     """KL(f || g) between Gaussian mixtures, approximated or bounded, in nats, of the mixtures'
     broadcast batch shape.
 
@@ -553,7 +610,10 @@ def mixture_kl(f, g, method: str = "variational"):
       (L_a L_a' = Sigma_a); exact for single Gaussians.
 
     ``f``, ``g``: GaussianMixture or plain Gaussian batches, any families, NumPy or torch
-    (gradients flow, except through matched's choice of m).
+    (gradients flow, except through matched's choice of m). All pairs of two batches of
+    mixtures: broadcast them, ``[N, 1]`` against ``[1, M]``. ``memory_budget``: the bytes of
+    component-pair blocks held at once (1 GiB without one); larger batches are computed in
+    slices of their first axis, with the same values.
     """
     op = "mixture_kl"
     if method not in _METHODS:
@@ -568,17 +628,20 @@ def mixture_kl(f, g, method: str = "variational"):
         mixture_kl(f, g, "matched")  # validated as every operation
         batch = tuple(np.broadcast_shapes(f.batch_shape, g.batch_shape))
         return _result(_sampling.unscented(f, g, batch, op).reshape(batch), f, g)
-    f, g, P = _pairs(op, f, g)
+    return _run(op, f, g, lambda P: _kl_method(P, method), memory_budget)
+
+
+def _kl_method(P: _Pairs, method: str):
     if method in ("upper_bound", "lower_bound"):
         out = _lower(P) if method == "lower_bound" else _upper(P)
     elif method == "variational":
-        out = _weighted_sum(P.to_pairs(P.F.lw, 'f'), _variational_self(P) - _variational_cross(P))
+        out = _weighted_sum(P.to_pairs(P.F.lw, "f"), _variational_self(P) - _variational_cross(P))
     elif method == "product":
         F, H = P.F, P.H
         # The same operations in the same order on both sides: f is g gives exactly 0.
         own = P.to_pairs(_lse((F.lw - 0.25 * F.logdets())[:, None, :] + F.core(), -1), "f")
         cross = _lse(P.to_pairs(H.lw - 0.25 * H.logdets(), "h")[:, None, :] + P.cross_core(), -1)
-        out = _weighted_sum(P.to_pairs(P.F.lw, 'f'), own - cross)
+        out = _weighted_sum(P.to_pairs(P.F.lw, "f"), own - cross)
     else:
         cost = P.cross("kl") - P.to_pairs(P.H.lw, "h")[:, None, :]
         m = cost.argmin(-1)
@@ -586,8 +649,8 @@ def mixture_kl(f, g, method: str = "variational"):
             picked = cost.gather(-1, m[..., None]).squeeze(-1)
         else:
             picked = np.take_along_axis(cost, m[..., None], -1)[..., 0]
-        out = _weighted_sum(P.to_pairs(P.F.lw, 'f'), picked + P.to_pairs(P.F.lw, 'f'))
-    return _result(P.shaped(out), f, g)
+        out = _weighted_sum(P.to_pairs(P.F.lw, "f"), picked + P.to_pairs(P.F.lw, "f"))
+    return out
 
 
 def mixture_kl_mc(f, g, samples: int = 10_000, seed: int = 0, *,
@@ -729,7 +792,8 @@ def _to_numpy(x):
 _KINDS = ("cauchy_schwarz", "l2")
 
 
-def mixture_divergence(f, g, kind: str = "cauchy_schwarz"):
+def mixture_divergence(f, g, kind: str = "cauchy_schwarz", *,
+                       memory_budget: int | None = None):
     """Closed-form divergences between Gaussian mixtures, of their broadcast batch shape.
 
     * ``"cauchy_schwarz"`` (Kampa, Hasanbelliu & Principe 2011): ``-log int f g + 1/2 log int
@@ -737,14 +801,17 @@ def mixture_divergence(f, g, kind: str = "cauchy_schwarz"):
     * ``"l2"``: the integrated squared difference ``int (f - g)^2`` (its absolute error is
       rounding of ``int f^2 + int g^2``).
 
-    Every overlap is a log-sum-exp of ``-2 B + beta - (l_a + l_b) / 4`` terms (module docstring) (the ``D/2 log(4 pi)``
-    constants cancel in Cauchy-Schwarz), so nothing underflows at large D.
+    Every overlap is a log-sum-exp of ``-2 B + beta - (l_a + l_b) / 4`` terms (the module
+    docstring; the ``D/2 log(4 pi)`` constants cancel in Cauchy-Schwarz), so nothing underflows
+    at large D. ``memory_budget`` as for ``gk.mixture_kl``.
     """
     op = "mixture_divergence"
     if kind not in _KINDS:
         raise ValueError(f"[{op}] kind must be one of {', '.join(_KINDS)}, found {kind!r}")
-    f, g, P = _pairs(op, f, g)
+    return _run(op, f, g, lambda P: _closed_form(P, kind), memory_budget)
 
+
+def _closed_form(P: _Pairs, kind: str):
     def own(S):  # log int s^2 - const per own mixture, [k]
         ld = S.logdets()
         x = S.lw[:, :, None] + S.lw[:, None, :] + S.core() - 0.25 * (ld[:, :, None]
@@ -761,13 +828,13 @@ def mixture_divergence(f, g, kind: str = "cauchy_schwarz"):
     if kind == "cauchy_schwarz":
         out = _clamp_min(0.5 * (ff + hh) - fh, 0.0)
     else:
-        const = -0.5 * f.d * _LOG_4PI
+        const = -0.5 * P.f.d * _LOG_4PI
         # Scaled by the largest overlap so that nothing underflows before the difference.
         top = _maximum(_maximum(ff, hh), fh)
         top = top.detach() if _arrays.is_torch(top) else top
         out = (_exp(ff - top) + _exp(hh - top) - 2.0 * _exp(fh - top)) * _exp(top + const)
         out = _clamp_min(out, 0.0)
-    return _result(P.shaped(out), f, g)
+    return out
 
 
 def _maximum(x, y):

@@ -439,3 +439,31 @@ def test_weights_are_checked_when_a_compiled_step_runs():
     compiled(torch.tensor([0.5, 0.5]))
     with pytest.raises(Exception, match=r"weights must be non-negative"):
         compiled(torch.tensor([1.5, -0.5]))
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_all_pairs_by_broadcasting_in_slices_within_a_memory_budget(method):
+    rng = np.random.default_rng(50)
+    mu, sd = rng.normal(size=(6, 3, 2)), rng.uniform(0.5, 2, (6, 3, 2))
+    w = rng.dirichlet(np.ones(3), size=6)
+    f = gk.GaussianMixture(gk.DiagGaussian(mu[:, None], std=sd[:, None]), weights=w[:, None])
+    g = gk.GaussianMixture(gk.DiagGaussian(mu[None], std=sd[None]), weights=w[None])
+    whole = gk.mixture_kl(f, g, method)
+    assert whole.shape == (6, 6)
+    if method != "unscented":
+        sliced = gk.mixture_kl(f, g, method, memory_budget=3 * 3 * 8 * 8 * 6)  # a row at a time
+        np.testing.assert_allclose(sliced, whole, rtol=1e-14, atol=1e-15)
+    for i in (0, 4):
+        for j in (1, 5):
+            one = gk.mixture_kl(_one(_row(mu, sd, w), i), _one(_row(mu, sd, w), j), method)
+            assert abs(whole[i, j] - one) <= 1e-12 * (abs(one) + 1)
+
+
+def _row(mu, sd, w):
+    return gk.GaussianMixture(gk.DiagGaussian(mu, std=sd), weights=w)
+
+
+def test_memory_budget_rule():
+    p = gk.DiagGaussian(np.zeros(1), std=np.ones(1))
+    with pytest.raises(ValueError, match=r"^\[mixture_kl\] memory_budget must be a number of "):
+        gk.mixture_kl(p, p, memory_budget=-1)
