@@ -714,7 +714,7 @@ def reduce_mixture(f, components: int | None = None, *, method: str = "runnalls"
     mixture's covariance), ``"west"`` (West 1993: the least-weight component into its nearest).
     Every merge keeps the pair's weight, mean and covariance with the spread of the means, so
     the mixture's mean and covariance are preserved to rounding. Costs are updated lazily (one
-    row per merge): C = 10,000 to 100 takes seconds. docs/mixtures.md has the costs.
+    row per merge): C = 10,000 to 100 takes 2-28 s. docs/mixtures.md has the costs.
 
     Returns a GaussianMixture of the same batch shape with ``FullGaussian`` (``covariance``)
     components: a merge of two diagonal components has off-diagonal spread. ``diagonal=True``
