@@ -1,9 +1,9 @@
 """Densities, samples and the Monte Carlo KL of Gaussian mixtures (NumPy or torch).
 
 Every component is read through its dense Cholesky factor L (L L' = Sigma; a diagonal batch
-through its variances), built once per call. Samples are drawn in blocks of a fixed number per
-component, each block from a generator seeded by (seed, block): the values do not depend on
-memory_budget or on the number of threads.
+through its variances), built once per call. Monte Carlo samples are drawn in blocks of a fixed
+number per component, each block from a generator seeded by (seed, block, component): the
+values do not depend on memory_budget or on the number of threads.
 """
 
 from __future__ import annotations
@@ -49,15 +49,16 @@ class _Factors:
         out = -0.5 * (quad + d * _LOG_2PI + self.logdet[:, :, None])  # [k, C, M]
         return _swap(out).reshape((k, *mid, out.shape[1]))
 
-    def transform_rows(self, z, r0: int, r1: int):
-        """mu + L z for rows r0:r1 and z [r1 - r0, C, m, D] (standard normal): samples of each
-        component."""
-        mean = self.mean[r0:r1, :, None, :]
+    def transform_rows(self, z, r0: int, r1: int, cols):
+        """mu + L z for rows r0:r1, the components `cols` (an int array) and z [r1 - r0,
+        len(cols), m, D] (standard normal): samples of those components."""
+        cols = _index_of(cols, self.torch)
+        mean = self.mean[r0:r1][:, cols, None, :]
         if self.diag:
-            v = self.var[r0:r1]
+            v = self.var[r0:r1][:, cols]
             sd = v.sqrt() if self.torch else np.sqrt(v)
             return mean + sd[:, :, None, :] * z
-        return mean + (self.L[r0:r1, :, None] @ z[..., None])[..., 0]
+        return mean + (self.L[r0:r1][:, cols, None] @ z[..., None])[..., 0]
 
     def rows(self, r0: int, r1: int) -> "_Factors":
         out = object.__new__(_Factors)
@@ -107,15 +108,23 @@ def _lse(x, axis):
         return (np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m).squeeze(axis)
 
 
-def _normals(torch_: bool, like, shape, seed: int, block: int):
-    """Standard normals of `shape` from the generator of (seed, block)."""
+def _normals(torch_: bool, like, shape, seed: int, *key: int):
+    """Standard normals of `shape` from the generator of (seed, *key)."""
     if torch_:
         import torch
 
-        gen = torch.Generator().manual_seed(int(np.random.SeedSequence([seed, block])
+        gen = torch.Generator().manual_seed(int(np.random.SeedSequence([seed, *key])
                                                 .generate_state(1, np.uint64)[0] >> 1))
         return torch.randn(shape, generator=gen, dtype=torch.float64).to(like.device)
-    return np.random.default_rng([seed, block]).standard_normal(shape)
+    return np.random.default_rng([seed, *key]).standard_normal(shape)
+
+
+def _index_of(cols, torch_: bool):
+    if torch_:
+        import torch
+
+        return torch.as_tensor(np.asarray(cols, dtype=np.int64))
+    return np.asarray(cols, dtype=np.int64)
 
 
 class Rows:
@@ -162,39 +171,90 @@ class Rows:
 
 
 def monte_carlo(f, g, batch: tuple, samples: int, seed: int, budget: int, op: str):
-    """(estimate [k], standard error [k]) of KL(f || g) by sampling each of f's C components
-    ceil(samples / C) times (stratified by component: the estimate is sum_a w_a mean_a(log f -
-    log g), its variance sum_a w_a^2 var_a / m)."""
+    """(estimate [k], standard error [k]) of KL(f || g), stratified by f's components with a
+    proportional allocation: component a of each mixture gets m_a = max(2, ceil(samples w_a))
+    samples (none at weight 0); the estimate is sum_a w_a mean_a(log f - log g), its variance
+    sum_a w_a^2 var_a / m_a (at most plain sampling's for the same count, up to rounding). Blocks of BLOCK
+    samples of one component come from the generator of (seed, block, component)."""
     F, G = Rows(f, batch, op), Rows(g, batch, op)
     k, c, d = F.k, F.c, f.d
-    m = -(-samples // c)
-    per_row = c * BLOCK * max(c, G.c) * d * 8 * 4  # the widest temporary of one row's block
+    w_np = (F.lw.detach().exp().cpu().numpy() if F.torch else np.exp(F.lw))
+    m = np.where(w_np > 0, np.maximum(2, np.ceil(samples * w_np)), 0).astype(np.int64)  # [k, C]
+    per_row = BLOCK * max(c, G.c) * d * 8 * 4  # the widest temporary of one row's block
     step = max(1, budget // per_row)
-    count, mean, m2 = 0, None, None
-    for b in range(-(-m // BLOCK)):
-        n_b = min(BLOCK, m - b * BLOCK)
-        z = _normals(F.torch, F.lw, (k, c, BLOCK, d), seed, b)[:, :, :n_b]
+    count = np.zeros((k, c), np.int64)
+    mean = m2 = None
+    for b in range(-(-int(m.max()) // BLOCK)):
+        active = np.flatnonzero((m > b * BLOCK).any(0))  # the components some row still samples
+        z = _stack_axis1([_normals(F.torch, F.lw, (k, BLOCK, d), seed, b, int(a))
+                          for a in active])  # [k, A, BLOCK, D]
         parts = []
         for r0 in range(0, k, step):
             r1 = min(k, r0 + step)
-            x = F.f.transform_rows(z[r0:r1], r0, r1)
+            x = F.f.transform_rows(z[r0:r1], r0, r1, active)
             parts.append(F.log_prob_rows(x, r0, r1) - G.log_prob_rows(x, r0, r1))
-        r = _cat(parts)  # [k, C, n_b]
-        bm = r.mean(-1)
-        bm2 = ((r - bm[..., None]) ** 2).sum(-1)
-        if mean is None:
-            count, mean, m2 = n_b, bm, bm2
-        else:  # Chan et al.'s pairwise update of mean and sum of squares
-            delta = bm - mean
-            total = count + n_b
-            mean = mean + delta * (n_b / total)
-            m2 = m2 + bm2 + delta * delta * (count * n_b / total)
-            count = total
+        r = _cat(parts)  # [k, A, BLOCK]
+        valid = (b * BLOCK + np.arange(BLOCK)) < m[:, active, None]  # [k, A, BLOCK]
+        n_b = valid.sum(-1)
+        mask = _like(r, valid.astype(np.float64))
+        safe = _like(r, np.maximum(n_b, 1).astype(np.float64))
+        bm = (r * mask).sum(-1) / safe
+        bm2 = (((r - bm[..., None]) ** 2) * mask).sum(-1)
+        mean, m2 = _merge_columns(mean, m2, count, bm, bm2, n_b, active, (k, c), r)
+        count[:, active] += n_b
     w = F.lw.exp() if F.torch else np.exp(F.lw)
+    cnt = _like(w, np.maximum(count, 1).astype(np.float64))
+    var = m2 / _like(w, np.maximum(count - 1, 1).astype(np.float64))
     est = (w * mean).sum(-1)
-    var = m2 / max(count - 1, 1)
-    se = (w * w * var / count).sum(-1)
+    se = (w * w * var / cnt).sum(-1)
     return est, (se.sqrt() if F.torch else np.sqrt(se))
+
+
+def _merge_columns(mean, m2, count, bm, bm2, n_b, active, shape, like):
+    """Chan et al.'s pairwise update of each (row, component)'s mean and sum of squares with a
+    block's, for the block's components; a component's first block sets them."""
+    if mean is None:
+        if _arrays.is_torch(like):
+            import torch
+
+            mean = torch.zeros(shape, dtype=like.dtype)
+            m2 = torch.zeros(shape, dtype=like.dtype)
+        else:
+            mean, m2 = np.zeros(shape), np.zeros(shape)
+    old = _like(like, count[:, active].astype(np.float64))
+    new = _like(like, n_b.astype(np.float64))
+    total = old + new
+    frac = new / _like(like, np.maximum(total.detach().cpu().numpy() if _arrays.is_torch(total)
+                                        else total, 1).astype(np.float64))
+    delta = bm - mean[:, active]
+    upd_mean = mean[:, active] + delta * frac
+    upd_m2 = m2[:, active] + bm2 + delta * delta * old * frac
+    if _arrays.is_torch(like):
+        import torch
+
+        cols = torch.as_tensor(active)
+        mean = mean.index_copy(1, cols, upd_mean)
+        m2 = m2.index_copy(1, cols, upd_m2)
+    else:
+        mean[:, active], m2[:, active] = upd_mean, upd_m2
+    return mean, m2
+
+
+def _like(ref, a):
+    """The NumPy array a in ref's framework (a tensor of ref's dtype for a tensor)."""
+    if _arrays.is_torch(ref):
+        import torch
+
+        return torch.as_tensor(a, dtype=ref.dtype)
+    return a
+
+
+def _stack_axis1(parts):
+    if _arrays.is_torch(parts[0]):
+        import torch
+
+        return torch.stack(parts, 1)
+    return np.stack(parts, 1)
 
 
 def _cat(parts):

@@ -658,12 +658,13 @@ def mixture_kl_mc(f, g, samples: int = 10_000, seed: int = 0, *,
     """A Monte Carlo estimate of KL(f || g) between Gaussian mixtures and its standard error:
     ``(estimate, standard_error)``, each of the mixtures' broadcast batch shape, float64.
 
-    Each of f's C components is sampled ``ceil(samples / C)`` times (stratified by component:
-    the estimate is ``sum_a w_a mean(log f(x) - log g(x) | x ~ f_a)``, unbiased, with the
-    variance of its strata); the samples come in blocks of 1,024 per component, each block from
-    the generator of ``(seed, block)``, so that results are the same on every run, for every
-    thread count and ``memory_budget`` (bytes of temporaries per step, 256 MiB by default). For
-    torch, reparameterized: gradients flow to means, scales and weights.
+    Stratified by f's components with a proportional allocation: component a gets ``max(2,
+    ceil(samples w_a))`` samples, the estimate is ``sum_a w_a mean(log f(x) - log g(x) | x ~
+    f_a)`` (unbiased) and its variance ``sum_a w_a^2 var_a / m_a``, at most plain sampling's
+    for as many samples (up to the rounding of the allocation). The samples come in blocks of 1,024 of one component, each
+    from the generator of ``(seed, block, component)``, so that results are the same on every
+    run, for every thread count and ``memory_budget`` (bytes of temporaries per step, 256 MiB
+    by default). For torch, reparameterized: gradients flow to means, scales and weights.
 
     Examples
     --------
