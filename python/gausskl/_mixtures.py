@@ -207,7 +207,9 @@ def as_mixture(op: str, side: str, x) -> GaussianMixture:
     m = object.__new__(GaussianMixture)
     m.components = _with_batch(g, (*g.batch_shape, 1))
     like = g.mean
-    m.log_weights = (like.new_zeros((1,), dtype=like.dtype) if g.is_torch else np.zeros(1))
+    # A plain batch's one weight in its own precision: float32 sides give float32 results.
+    m.log_weights = (like.new_zeros((1,), dtype=like.dtype) if g.is_torch else
+                     np.zeros(1, np.float32 if g.dtype == _arrays.FLOAT32 else np.float64))
     m._torch = g.is_torch
     return m
 

@@ -299,6 +299,12 @@ def test_torch_equals_numpy_and_float32_stays_float32():
                                              std=np.ones((2, 1), np.float32)),
                              weights=np.array([0.5, 0.5], np.float32))
     assert gk.mixture_kl(f32, f32).dtype == np.float32
+    p32 = gk.DiagGaussian(np.zeros((3, 1), np.float32), std=np.ones((3, 1), np.float32))
+    for method in METHODS:
+        assert gk.mixture_kl(p32, f32, method).dtype == np.float32
+        assert gk.mixture_kl(p32, p32, method).dtype == np.float32
+    assert gk.mixture_kl_bounds(p32, f32)[1].dtype == np.float32
+    assert gk.mixture_divergence(p32, f32).dtype == np.float32
 
 
 def test_gradcheck_bounds_variational_and_log_overlap():
