@@ -473,3 +473,30 @@ def test_memory_budget_rule():
     p = gk.DiagGaussian(np.zeros(1), std=np.ones(1))
     with pytest.raises(ValueError, match=r"^\[mixture_kl\] memory_budget must be a number of "):
         gk.mixture_kl(p, p, memory_budget=-1)
+
+
+@pytest.mark.parametrize("family", ["covariance", "precision_matrix", "low_rank"])
+def test_gradcheck_other_parameterizations(family):
+    # A covariance or precision matrix must be symmetric: gradcheck perturbs its 3 free entries
+    # (a, b, c as [[a, b], [b, c]]), not each of the 4.
+    rng = np.random.default_rng(11)
+    S = torch.tensor(np.array([[1.2, 0.1, 0.9], [0.8, -0.2, 1.1]]), requires_grad=True)
+    W = torch.tensor(rng.normal(size=(2, 2, 1)) * 0.5, requires_grad=True)
+    dg = torch.tensor(rng.uniform(0.5, 1.5, (2, 2)), requires_grad=True)
+    gmu = torch.tensor(rng.normal(size=(2, 2)), requires_grad=True)
+    fmu = torch.tensor(rng.normal(size=(3, 2)))
+    f = gk.GaussianMixture(gk.DiagGaussian(fmu, std=torch.ones(3, 2, dtype=torch.float64)),
+                           weights=torch.tensor([0.2, 0.3, 0.5], dtype=torch.float64))
+
+    def fn(gmu, S, W, dg):
+        if family == "low_rank":
+            comps = gk.LowRankGaussian(gmu, cov_factor=W, cov_diag=dg)
+        else:
+            M = torch.stack([torch.stack([S[:, 0], S[:, 1]], -1),
+                             torch.stack([S[:, 1], S[:, 2]], -1)], -2)
+            comps = gk.FullGaussian(gmu, **{family: M})
+        g = gk.GaussianMixture(comps, weights=torch.tensor([0.4, 0.6], dtype=torch.float64))
+        lo, hi = gk.mixture_kl_bounds(f, g)
+        return lo + hi + gk.mixture_kl(f, g) + gk.mixture_divergence(f, g)
+
+    assert torch.autograd.gradcheck(fn, (gmu, S, W, dg))
