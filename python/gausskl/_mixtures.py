@@ -20,14 +20,16 @@ import math
 
 import numpy as np
 
+from gausskl import _anyarray as _x
 from gausskl import _arrays, _dense
-from gausskl._batches import broadcast as _broadcast
-from gausskl._weights import check as _check_weights
-from gausskl._batches import reshaped as _with_batch
 from gausskl import _mixture_sampling as _sampling
+from gausskl._batches import broadcast as _broadcast
+from gausskl._batches import reshaped as _with_batch
 from gausskl._distributions import Gaussian
 from gausskl._divergence import divergence, pairwise
-from gausskl._ops import _as_gaussian, pairwise_kl
+from gausskl._errors import GaussKLError, for_caller
+from gausskl._ops import _as_gaussian, kl_standard_normal, pairwise_kl
+from gausskl._weights import check as _check_weights
 
 _LOG_4PI = math.log(4.0 * math.pi)
 
@@ -118,7 +120,7 @@ class GaussianMixture:
     @property
     def weights(self):
         """The weights, ``batch_shape + (C,)`` broadcastable."""
-        return _exp(self.log_weights)
+        return _x.exp(self.log_weights)
 
     @property
     def mean(self):
@@ -159,9 +161,9 @@ class GaussianMixture:
                              f"batch shape {batch}")
         m, k = math.prod(sample), math.prod(batch)
         xb = (x.expand(full) if _arrays.is_torch(x) else np.broadcast_to(x, full))
-        xb = _sampling.swap_first(xb.reshape((m, k, d)))
+        xb = _x.swap_first(xb.reshape((m, k, d)))
         out = _sampling.Rows(self, batch, op).log_prob(xb)  # [k, m]
-        return _sampling.swap_first(out).reshape((*sample, *batch))
+        return _x.swap_first(out).reshape((*sample, *batch))
 
     def sample(self, n: int, seed: int = 0):
         """``n`` samples, ``(n,) + batch_shape + (D,)``, float64, from the generator of
@@ -172,7 +174,7 @@ class GaussianMixture:
             raise ValueError(f"[{op}] n must be a non-negative integer, found {n!r}")
         batch, d = self.batch_shape, self.d
         rows = _sampling.Rows(self, batch, op)
-        return _sampling.swap_first(rows.sample(int(n), int(seed))).reshape((n, *batch, d))
+        return _x.swap_first(rows.sample(int(n), int(seed))).reshape((n, *batch, d))
 
     def __repr__(self) -> str:
         fw = "torch" if self._torch else "numpy"
@@ -194,7 +196,7 @@ def _log_weights(w, logits: bool):
         return torch.log_softmax(w, -1) if logits else torch.log(w)
     w = w.astype(np.float64) if w.dtype != np.float32 else w
     if logits:
-        return w - _lse(w, -1)[..., None]
+        return w - _x.lse(w, -1)[..., None]
     with np.errstate(divide="ignore"):
         return np.log(w)
 
@@ -204,36 +206,24 @@ def as_mixture(op: str, side: str, x) -> GaussianMixture:
     if isinstance(x, GaussianMixture):
         return x
     g = _as_gaussian(op, side, x)
-    m = object.__new__(GaussianMixture)
-    m.components = _with_batch(g, (*g.batch_shape, 1))
     like = g.mean
     # A plain batch's one weight in its own precision: float32 sides give float32 results.
-    m.log_weights = (like.new_zeros((1,), dtype=like.dtype) if g.is_torch else
-                     np.zeros(1, np.float32 if g.dtype == _arrays.FLOAT32 else np.float64))
-    m._torch = g.is_torch
+    lw = (like.new_zeros((1,), dtype=like.dtype) if g.is_torch else
+          np.zeros(1, np.float32 if g.dtype == _arrays.FLOAT32 else np.float64))
+    return _made(_with_batch(g, (*g.batch_shape, 1)), lw, g.is_torch)
+
+
+def _made(components, log_weights, torch_: bool) -> GaussianMixture:
+    """A mixture of arrays already checked (or derived from checked ones)."""
+    m = object.__new__(GaussianMixture)
+    m.components, m.log_weights, m._torch = components, log_weights, torch_
     return m
 
 
-# -- array helpers: NumPy or torch, by what they are given -----------------------------------
-def _exp(x):
-    return x.exp() if _arrays.is_torch(x) else np.exp(x)
-
-
-def _lse(x, axis):
-    """log sum exp over `axis`; -inf where every entry is -inf."""
-    if _arrays.is_torch(x):
-        import torch
-
-        return torch.logsumexp(x, dim=axis)
-    m = np.max(x, axis=axis, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0.0)
-    with np.errstate(divide="ignore"):
-        return (np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m).squeeze(axis)
-
-
+# -- helpers ---------------------------------------------------------------------------------
 def _weighted_sum(lw, x):
     """sum_a w_a x_a over the last axis, a zero weight contributing 0 whatever x_a is."""
-    w = _exp(lw)
+    w = _x.exp(lw)
     if _arrays.is_torch(x):
         import torch
 
@@ -247,8 +237,7 @@ def _rows(g: Gaussian, idx) -> Gaussian:
     g comes from _with_batch)."""
     if idx is None:
         return g
-    return g._replace([a[torch_index(idx)] if _arrays.is_torch(a) else a[idx]
-                       for a in g._spec[1:]])
+    return g._replace([a[_x.index(idx, _arrays.is_torch(a))] for a in g._spec[1:]])
 
 
 def _result(x, *mixtures):
@@ -343,7 +332,7 @@ def _gather(x, idx):
     """x[idx] along the first axis; x itself for idx None (the identity)."""
     if idx is None:
         return x
-    return x[torch_index(idx)] if _arrays.is_torch(x) else x[idx]
+    return x[_x.index(idx, _arrays.is_torch(x))]
 
 
 class _Pairs:
@@ -389,8 +378,8 @@ class _Pairs:
                 m = _engine_pairwise(kind, _with_batch(gf, (F.kc * F.c,)),
                                      _with_batch(gh, (H.kc * H.c,)))
                 m = m.reshape((F.kc, F.c, H.kc, H.c))
-                out = (m[torch_index(rf), :, torch_index(rh), :] if _arrays.is_torch(m)
-                       else m[rf, :, rh, :])
+                t = _arrays.is_torch(m)
+                out = m[_x.index(rf, t), :, _x.index(rh, t), :]
             else:  # each pair's own block, row by row over [n, C, K]
                 left = _with_batch(_rows(gf, rf), (self.n, F.c, 1))
                 right = _with_batch(_rows(gh, rh), (self.n, 1, H.c))
@@ -413,38 +402,32 @@ def _zero_mean(g: Gaussian) -> Gaussian:
     return g._replace([zero, *g._spec[2:]])
 
 
-def torch_index(idx):
-    import torch
-
-    return torch.as_tensor(np.array(idx, dtype=np.int64))
-
-
 def _jensen_self(P: _Pairs):
     """J_a = LSE_a'(lw_a' - 2 B(f_a, f_a') + beta + (l_a - l_a') / 4) per component a of f:
     log int f_a f + H(f_a) - c, [n, C]."""
     F = P.F
     ld = F.logdets()
     x = F.lw[:, None, :] + F.core() + 0.25 * (ld[:, :, None] - ld[:, None, :])
-    return P.to_pairs(_lse(x, -1), "f")
+    return P.to_pairs(_x.lse(x, -1), "f")
 
 
 def _jensen_cross(P: _Pairs):
-    """J_a = LSE_b(pi_b - 2 B(f_a, g_b) + beta + (l_a - l_b) / 4): log int f_a g + H(f_a) - c,
-    [n, C]."""
+    """J_a = LSE_b(log pi_b - 2 B(f_a, g_b) + beta + (l_a - l_b) / 4): log int f_a g + H(f_a)
+    - c, [n, C]."""
     lf, lh = P.to_pairs(P.F.logdets(), "f"), P.to_pairs(P.H.logdets(), "h")
     x = P.to_pairs(P.H.lw, "h")[:, None, :] + P.cross_core() + 0.25 * (lf[:, :, None]
                                                                         - lh[:, None, :])
-    return _lse(x, -1)
+    return _x.lse(x, -1)
 
 
 def _variational_self(P: _Pairs):
     """LSE_a'(lw_a' - KL(f_a || f_a')) per component a of f, [n, C]."""
-    return P.to_pairs(_lse(P.F.lw[:, None, :] - P.F.self_block("kl"), -1), "f")
+    return P.to_pairs(_x.lse(P.F.lw[:, None, :] - P.F.self_block("kl"), -1), "f")
 
 
 def _variational_cross(P: _Pairs):
     """LSE_b(log pi_b - KL(f_a || g_b)) per component a of f, [n, C]."""
-    return _lse(P.to_pairs(P.H.lw, "h")[:, None, :] - P.cross("kl"), -1)
+    return _x.lse(P.to_pairs(P.H.lw, "h")[:, None, :] - P.cross("kl"), -1)
 
 
 def _one_gaussian_against_a_prior(op, f, g, method):
@@ -456,21 +439,45 @@ def _one_gaussian_against_a_prior(op, f, g, method):
         return None
     f = _as_gaussian(op, "f", f)
     if f.d != g.d:
-        return None  # _pairs says why
+        return None  # _run says why
     kl = _dense.as_float64(pairwise_kl(f, _with_batch(g.components, (g.n_components,))))
     lw = _dense.as_float64(g.log_weights)
     if method == "matched":
         cost = kl - lw
         out = cost.min(-1).values if _arrays.is_torch(cost) else cost.min(-1)
     else:
-        out = -_lse(lw - kl, -1)
+        out = -_x.lse(lw - kl, -1)
     if method == "upper_bound":
-        out = _clamp_min(out, 0.0)
+        out = _x.clamp_min(out, 0.0)
     return _result(out, g) if f.dtype == _arrays.FLOAT32 else out
 
 
 _BLOCK_BUDGET = 1 << 30  # bytes of [n, C, K] blocks per step without a memory_budget
 _BLOCKS_PER_PAIR = 8  # the [C, K] float64 blocks of one pair alive at once, at most
+
+
+def _budget(op: str, memory_budget, default: int) -> int:
+    """memory_budget in bytes (None or 0: `default`)."""
+    if memory_budget is not None and (not isinstance(memory_budget, (int, np.integer))
+                                      or memory_budget < 0):
+        raise ValueError(f"[{op}] memory_budget must be a number of bytes >= 0, found "
+                         f"{memory_budget!r}")
+    return default if not memory_budget else int(memory_budget)
+
+
+def _validate(op: str, mixtures: dict) -> None:
+    """Each mixture's components checked as every operation checks a batch, by one row-wise
+    call (O(C), where a pairs call within a mixture would be O(C^2)); an error is tagged [op]
+    and names the mixture (f, g) where the row-wise call says p."""
+    for name, m in mixtures.items():
+        try:
+            kl_standard_normal(m.components)
+        except (ValueError, TypeError, RuntimeError) as e:
+            e = for_caller(e, op, {"p": m.components})
+            message = str(e).replace(f"[{op}] p.", f"[{op}] {name}.", 1)
+            if isinstance(e, GaussKLError):
+                raise e.reworded(message) from None
+            raise type(e)(message) from None
 
 
 def _run(op: str, f, g, compute, memory_budget):
@@ -483,11 +490,7 @@ def _run(op: str, f, g, compute, memory_budget):
     if f.d != g.d:
         raise ValueError(f"[{op}] f and g must have the same dimension, found D = {f.d} and "
                          f"D = {g.d}")
-    if memory_budget is not None and (not isinstance(memory_budget, (int, np.integer))
-                                      or memory_budget < 0):
-        raise ValueError(f"[{op}] memory_budget must be a number of bytes >= 0, found "
-                         f"{memory_budget!r}")
-    budget = _BLOCK_BUDGET if not memory_budget else int(memory_budget)
+    budget = _budget(op, memory_budget, _BLOCK_BUDGET)
     same = f0 is g0
     batch = tuple(np.broadcast_shapes(f.batch_shape, g.batch_shape))
     per_pair = f.n_components * g.n_components * 8 * _BLOCKS_PER_PAIR
@@ -501,11 +504,7 @@ def _run(op: str, f, g, compute, memory_budget):
         fs = _slice_first(f, len(batch), i0, i1)
         P = _Pairs(op, fs, fs if same else _slice_first(g, len(batch), i0, i1), same)
         parts.append(P.shaped(compute(P)))
-    if _arrays.is_torch(parts[0]):
-        import torch
-
-        return _result(torch.cat(parts), f, g)
-    return _result(np.concatenate(parts), f, g)
+    return _result(_x.cat(parts), f, g)
 
 
 def _slice_first(m: GaussianMixture, ndim: int, i0: int, i1: int) -> GaussianMixture:
@@ -518,29 +517,15 @@ def _slice_first(m: GaussianMixture, ndim: int, i0: int, i1: int) -> GaussianMix
     comps = _broadcast(m.components, (*own, c))
     lw = m.log_weights
     lw = lw.expand((*own, c)) if _arrays.is_torch(lw) else np.broadcast_to(lw, (*own, c))
-    out = object.__new__(GaussianMixture)
-    out.components = comps._replace([a[i0:i1] for a in comps._spec[1:]])
-    out.log_weights = lw[i0:i1]
-    out._torch = m._torch
-    return out
+    return _made(comps._replace([a[i0:i1] for a in comps._spec[1:]]), lw[i0:i1], m._torch)
 
 
-def _clamp_min(x, lo):
-    return x.clamp_min(lo) if _arrays.is_torch(x) else np.maximum(x, lo)
-
-
-def _minimum(x, y):
-    if _arrays.is_torch(x):
-        import torch
-
-        return torch.minimum(x, torch.as_tensor(y, dtype=x.dtype))
-    return np.minimum(x, y)
 
 
 def _lower(P: _Pairs):
     c = 0.5 * P.f.d * (1.0 - math.log(2.0))
     lower = _weighted_sum(P.to_pairs(P.F.lw, "f"), _variational_self(P) - c - _jensen_cross(P))
-    return _clamp_min(lower, 0.0)
+    return _x.clamp_min(lower, 0.0)
 
 
 def _upper(P: _Pairs):
@@ -548,9 +533,9 @@ def _upper(P: _Pairs):
         entropy_side = 0.0  # H(f) is its component's: min(c + J, 0) = min(c, 0) = 0
     else:
         c = 0.5 * P.f.d * (1.0 - math.log(2.0))
-        entropy_side = _minimum(_weighted_sum(P.to_pairs(P.F.lw, "f"), c + _jensen_self(P)), 0.0)
+        entropy_side = _x.minimum(_weighted_sum(P.to_pairs(P.F.lw, "f"), c + _jensen_self(P)), 0.0)
     cross = _weighted_sum(P.to_pairs(P.F.lw, "f"), _variational_cross(P))
-    return _clamp_min(entropy_side - cross, 0.0)
+    return _x.clamp_min(entropy_side - cross, 0.0)
 
 
 def mixture_kl_bounds(f, g, *, memory_budget: int | None = None):
@@ -578,16 +563,8 @@ def mixture_kl_bounds(f, g, *, memory_budget: int | None = None):
     True
     """
     op = "mixture_kl_bounds"
-    both = _run(op, f, g, lambda P: _stack2(_lower(P), _upper(P)), memory_budget)
+    both = _run(op, f, g, lambda P: _x.stack([_lower(P), _upper(P)], -1), memory_budget)
     return both[..., 0], both[..., 1]
-
-
-def _stack2(a, b):
-    if _arrays.is_torch(a):
-        import torch
-
-        return torch.stack([a, b], -1)
-    return np.stack([a, b], -1)
 
 
 _METHODS = ("variational", "upper_bound", "lower_bound", "product", "matched", "unscented")
@@ -627,7 +604,7 @@ def mixture_kl(f, g, method: str = "variational", *, memory_budget: int | None =
         f, g = as_mixture(op, "f", f), as_mixture(op, "g", g)
         if f.is_torch != g.is_torch:
             f, g = (_as_torch(f), g) if g.is_torch else (f, _as_torch(g))
-        mixture_kl(f, g, "matched")  # validated as every operation
+        _validate(op, {"f": f, "g": g})
         batch = tuple(np.broadcast_shapes(f.batch_shape, g.batch_shape))
         return _result(_sampling.unscented(f, g, batch, op).reshape(batch), f, g)
     return _run(op, f, g, lambda P: _kl_method(P, method), memory_budget)
@@ -641,8 +618,8 @@ def _kl_method(P: _Pairs, method: str):
     elif method == "product":
         F, H = P.F, P.H
         # The same operations in the same order on both sides: f is g gives exactly 0.
-        own = P.to_pairs(_lse((F.lw - 0.25 * F.logdets())[:, None, :] + F.core(), -1), "f")
-        cross = _lse(P.to_pairs(H.lw - 0.25 * H.logdets(), "h")[:, None, :] + P.cross_core(), -1)
+        own = P.to_pairs(_x.lse((F.lw - 0.25 * F.logdets())[:, None, :] + F.core(), -1), "f")
+        cross = _x.lse(P.to_pairs(H.lw - 0.25 * H.logdets(), "h")[:, None, :] + P.cross_core(), -1)
         out = _weighted_sum(P.to_pairs(P.F.lw, "f"), own - cross)
     else:
         cost = P.cross("kl") - P.to_pairs(P.H.lw, "h")[:, None, :]
@@ -663,10 +640,11 @@ def mixture_kl_mc(f, g, samples: int = 10_000, seed: int = 0, *,
     Stratified by f's components with a proportional allocation: component a gets ``max(2,
     ceil(samples w_a))`` samples, the estimate is ``sum_a w_a mean(log f(x) - log g(x) | x ~
     f_a)`` (unbiased) and its variance ``sum_a w_a^2 var_a / m_a``, at most plain sampling's
-    for as many samples (up to the rounding of the allocation). The samples come in blocks of 1,024 of one component, each
-    from the generator of ``(seed, block, component)``, so that results are the same on every
-    run, for every thread count and ``memory_budget`` (bytes of temporaries per step, 256 MiB
-    by default). For torch, reparameterized: gradients flow to means, scales and weights.
+    for as many samples (up to the rounding of the allocation). The samples come in blocks of
+    1,024 of one component, each from the generator of ``(seed, block, component)``, so that
+    results are the same on every run, for every thread count and ``memory_budget`` (bytes of
+    temporaries per step, 256 MiB by default). For torch, reparameterized: gradients flow to
+    means, scales and weights.
 
     Examples
     --------
@@ -680,17 +658,14 @@ def mixture_kl_mc(f, g, samples: int = 10_000, seed: int = 0, *,
     op = "mixture_kl_mc"
     if not isinstance(samples, (int, np.integer)) or samples < 2:
         raise ValueError(f"[{op}] samples must be an integer >= 2, found {samples!r}")
-    budget = 256 << 20 if memory_budget in (None, 0) else int(memory_budget)
-    if budget < 0:
-        raise ValueError(f"[{op}] memory_budget must be >= 0 bytes, found {memory_budget!r}")
+    budget = _budget(op, memory_budget, 256 << 20)
     f, g = as_mixture(op, "f", f), as_mixture(op, "g", g)
     if f.d != g.d:
         raise ValueError(f"[{op}] f and g must have the same dimension, found D = {f.d} and "
                          f"D = {g.d}")
     if f.is_torch != g.is_torch:
         f, g = (_as_torch(f), g) if g.is_torch else (f, _as_torch(g))
-    # Validated as every operation: an error here names the array and the entry.
-    mixture_kl(f, g, "matched")
+    _validate(op, {"f": f, "g": g})
     batch = tuple(np.broadcast_shapes(f.batch_shape, g.batch_shape))
     est, se = _sampling.monte_carlo(f, g, batch, int(samples), int(seed), budget, op)
     return est.reshape(batch), se.reshape(batch)
@@ -700,11 +675,8 @@ def _as_torch(m: GaussianMixture) -> GaussianMixture:
     import torch
 
     g = m.components
-    out = object.__new__(GaussianMixture)
-    out.components = g._replace([torch.as_tensor(np.asarray(a)) for a in g._spec[1:]])
-    out.log_weights = torch.as_tensor(np.asarray(m.log_weights))
-    out._torch = True
-    return out
+    return _made(g._replace([torch.as_tensor(np.asarray(a)) for a in g._spec[1:]]),
+                 torch.as_tensor(np.asarray(m.log_weights)), True)
 
 
 def reduce_mixture(f, components: int | None = None, *, method: str = "runnalls",
@@ -723,8 +695,8 @@ def reduce_mixture(f, components: int | None = None, *, method: str = "runnalls"
     components: a merge of two diagonal components has off-diagonal spread. ``diagonal=True``
     (diagonal components only) keeps ``DiagGaussian`` (``var``) components and merges the
     variances alone; then only the diagonal of the covariance is preserved. float64, NumPy
-    (torch in, torch out; no gradients). A batch of mixtures needs ``components`` (each reduced to the
-    same number) and no ``threshold``.
+    (torch in, torch out; no gradients). A batch of mixtures needs ``components`` (each reduced
+    to the same number) and no ``threshold``.
 
     Examples
     --------
@@ -734,14 +706,15 @@ def reduce_mixture(f, components: int | None = None, *, method: str = "runnalls"
     >>> r.weights.round(3), r.components.mean.round(3)      # the two near ones merged
     (array([0.667, 0.333]), array([[0.05],
            [5.  ]]))
-    >>> bool(np.allclose(r.covariance, gk.GaussianMixture(comps, weights=np.ones(3) / 3).covariance))
+    >>> f = gk.GaussianMixture(comps, weights=np.ones(3) / 3)
+    >>> bool(np.allclose(r.covariance, f.covariance))      # the moments preserved
     True
     """
     from gausskl import _mixture_reduce
 
     op = "reduce_mixture"
     m = as_mixture(op, "f", f)
-    mixture_kl(m, m, "matched")  # validated as every operation
+    _validate(op, {"f": m})
     if method not in _mixture_reduce.METHODS:
         raise ValueError(f"[{op}] method must be one of {', '.join(_mixture_reduce.METHODS)}, "
                          f"found {method!r}")
@@ -763,9 +736,7 @@ def reduce_mixture(f, components: int | None = None, *, method: str = "runnalls"
     diag = bool(diagonal)
     g = _with_batch(_broadcast(m.components, (*batch, c)), (k, c))
     mu = _to_numpy(g.mean)
-    S = _to_numpy(_dense.covariance(g, op))
-    if diag:
-        S = np.diagonal(S, 0, -2, -1)
+    S = _to_numpy(_dense.variances(g, op) if diag else _dense.covariance(g, op))
     lw = _to_numpy(m.log_weights)
     w = np.exp(np.broadcast_to(lw, (*batch, c)).reshape((k, c)))
     out = [_mixture_reduce.reduce_moments(w[r], mu[r], S[r], components=components,
@@ -819,7 +790,7 @@ def _closed_form(P: _Pairs, kind: str):
         ld = S.logdets()
         x = S.lw[:, :, None] + S.lw[:, None, :] + S.core() - 0.25 * (ld[:, :, None]
                                                                       + ld[:, None, :])
-        return _lse(x.reshape((S.k, -1)), -1)
+        return _x.lse(x.reshape((S.k, -1)), -1)
 
     ff, hh = P.to_pairs(own(P.F), "f"), P.to_pairs(own(P.H), "h")
     if P.same:
@@ -827,25 +798,18 @@ def _closed_form(P: _Pairs, kind: str):
     else:
         lf, lh = P.to_pairs(P.F.lw - 0.25 * P.F.logdets(), "f"), P.to_pairs(
             P.H.lw - 0.25 * P.H.logdets(), "h")
-        fh = _lse((lf[:, :, None] + lh[:, None, :] + P.cross_core()).reshape((P.n, -1)), -1)
+        fh = _x.lse((lf[:, :, None] + lh[:, None, :] + P.cross_core()).reshape((P.n, -1)), -1)
     if kind == "cauchy_schwarz":
-        out = _clamp_min(0.5 * (ff + hh) - fh, 0.0)
+        out = _x.clamp_min(0.5 * (ff + hh) - fh, 0.0)
     else:
         const = -0.5 * P.f.d * _LOG_4PI
         # Scaled by the largest overlap so that nothing underflows before the difference.
-        top = _maximum(_maximum(ff, hh), fh)
+        top = _x.maximum(_x.maximum(ff, hh), fh)
         top = top.detach() if _arrays.is_torch(top) else top
-        out = (_exp(ff - top) + _exp(hh - top) - 2.0 * _exp(fh - top)) * _exp(top + const)
-        out = _clamp_min(out, 0.0)
+        out = (_x.exp(ff - top) + _x.exp(hh - top) - 2.0 * _x.exp(fh - top)) * _x.exp(top + const)
+        out = _x.clamp_min(out, 0.0)
     return out
 
-
-def _maximum(x, y):
-    if _arrays.is_torch(x):
-        import torch
-
-        return torch.maximum(x, y)
-    return np.maximum(x, y)
 
 
 def log_overlap(p, q):

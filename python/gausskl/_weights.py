@@ -20,12 +20,12 @@ def check(op: str, given: str, w, c: int) -> None:
             ok = ok & (x >= 0).all() & ((x.double().sum(-1) - 1.0).abs() <= tol).all()
         if bool(ok):
             return
-    x = w.detach() if _arrays.is_torch(w) else w
-    x = np.asarray(x.cpu().double()) if _arrays.is_torch(x) else x.astype(np.float64)
+    x = np.asarray(w.detach().cpu().double()) if _arrays.is_torch(w) else w.astype(np.float64)
     bad = ~np.isfinite(x)
     if bad.any():
         at = np.unravel_index(int(np.argmax(bad)), x.shape)
-        raise ValueError(f"[{op}] {given} must be finite, found {x[at]} at index {[int(i) for i in at]}")
+        raise ValueError(f"[{op}] {given} must be finite, found {x[at]} at index "
+                         f"{[int(i) for i in at]}")
     if given == "logits":
         return
     neg = x < 0

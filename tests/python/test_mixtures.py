@@ -500,3 +500,19 @@ def test_gradcheck_other_parameterizations(family):
         return lo + hi + gk.mixture_kl(f, g) + gk.mixture_divergence(f, g)
 
     assert torch.autograd.gradcheck(fn, (gmu, S, W, dg))
+
+
+def test_bad_components_are_named_by_the_operation_and_the_mixture():
+    bad = gk.GaussianMixture(gk.DiagGaussian(np.zeros((3, 2)),
+                                             std=np.array([[1.0, 1.0], [1.0, -2.0], [1.0, 1.0]])),
+                             weights=np.ones(3) / 3)
+    p = gk.DiagGaussian(np.zeros(2), std=np.ones(2))
+    rule = r"scale \(std\) must be positive and finite, found -2 at row 1, column 1"
+    with pytest.raises(ValueError, match=r"^\[mixture_kl_mc\] g\." + rule):
+        gk.mixture_kl_mc(p, bad)
+    with pytest.raises(ValueError, match=r"^\[mixture_kl_mc\] f\." + rule):
+        gk.mixture_kl_mc(bad, p)
+    with pytest.raises(ValueError, match=r"^\[reduce_mixture\] f\." + rule):
+        gk.reduce_mixture(bad, 2)
+    with pytest.raises(ValueError, match=r"^\[mixture_kl\] g\." + rule):
+        gk.mixture_kl(p, bad, "unscented")
