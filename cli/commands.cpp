@@ -7,11 +7,15 @@
 #include <optional>
 #include <span>
 #include <stdexcept>
+#include <variant>
+#include <vector>
 
 #include "cli/library_call.hpp"
 #include "cli/load.hpp"
+#include "cli/mixture_load.hpp"
 #include "cli/output.hpp"
 #include "cli/progress.hpp"
+#include "gausskl/mixtures.hpp"
 #include "gausskl/ops.hpp"
 #include "util/show.hpp"
 
@@ -244,6 +248,90 @@ void run_knn(const Args& args) {
              });
              write_knn(out, n, k, indices.data(), values.data(), divergence_name(kind));
            });
+  out.commit();
+}
+
+namespace {
+
+// A mixture side's weights in T, [M, C].
+template <class T>
+std::vector<T> weights_in(const io::Array& a) {
+  return std::visit([](const auto& v) { return std::vector<T>(v.begin(), v.end()); }, a.data);
+}
+
+}  // namespace
+
+void run_mixture_kl(const Args& args) {
+  io::MemoryAllowance allowance = allowance_of(args);
+  const MixtureSide p =
+      load_mixture_side("p", args.p, keys_of("p", args.p_keys, args.keys), allowance);
+  const MixtureSide q =
+      load_mixture_side("q", args.q, keys_of("q", args.q_keys, args.keys), allowance);
+  for (const MixtureSide* side : {&p, &q}) {
+    for (const std::string& note : side->components.notes)
+      std::fprintf(stderr, "gausskl: note: %s\n", note.c_str());
+    if (!ignored_note(side->components).empty()) {
+      std::fprintf(stderr, "gausskl: note: %s\n", ignored_note(side->components).c_str());
+    }
+  }
+  Output out(args.output, {Format::npy, Format::csv});
+  const bool bounds = args.method == "bounds";
+  MixtureMethod method = MixtureMethod::variational;
+  for (std::size_t k = 0; k < mixture_method_names.size(); ++k) {
+    if (args.method == mixture_method_names[k]) method = static_cast<MixtureMethod>(k);
+  }
+  const bool t64 = has_float64(p.components) || has_float64(q.components) ||
+                   p.weights.dtype() == io::DType::float64 ||
+                   q.weights.dtype() == io::DType::float64;
+  const bool u64 = args.dtype.empty() ? t64 : args.dtype == "float64";
+  const auto run = [&]<class T>() {
+    const Batch<T> pc(p.components, allowance, args.log_diagonal);
+    const Batch<T> qc(q.components, allowance, args.log_diagonal);
+    const std::vector<T> pw = weights_in<T>(p.weights), qw = weights_in<T>(q.weights);
+    const Mixtures<T> f{pc.gaussians(),
+                        contiguous<T, 2>(pw.data(), {p.weights.shape[0], p.weights.shape[1]}),
+                        p.logits};
+    const Mixtures<T> g{qc.gaussians(),
+                        contiguous<T, 2>(qw.data(), {q.weights.shape[0], q.weights.shape[1]}),
+                        q.logits};
+    const std::int64_t n = f.count() == 1 ? g.count() : f.count();
+    const std::int64_t inputs = allowance.taken();
+    allowance.take(n * static_cast<std::int64_t>(bounds ? 2 * sizeof(double) : sizeof(double)),
+                   "mixture-kl", "the result");
+    std::vector<double> a(static_cast<std::size_t>(n)), b(bounds ? a.size() : 0);
+    Progress progress("mixture-kl", progress_mode(args), args.progress_every);
+    call_library("mixture-kl", budget_use(args, allowance, inputs), [&] {
+      const Options o = options(args, allowance, &progress);
+      if (bounds) {
+        mixture_kl_bounds(f, g, a, b, o);
+      } else {
+        mixture_kl(f, g, method, a, o);
+      }
+    });
+    // bounds: [M, 2], lower then upper per row; otherwise [M].
+    std::vector<double> result = a;
+    if (bounds) {
+      result.resize(2 * a.size());
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        result[2 * i] = a[i];
+        result[2 * i + 1] = b[i];
+      }
+    }
+    const auto write = [&]<class U>() {
+      const std::vector<U> values(result.begin(), result.end());
+      MatrixWriter<U>(out, n, bounds ? 2 : 0).append(n, values.data());
+    };
+    if (u64) {
+      write.template operator()<double>();
+    } else {
+      write.template operator()<float>();
+    }
+  };
+  if (t64) {
+    run.template operator()<double>();
+  } else {
+    run.template operator()<float>();
+  }
   out.commit();
 }
 

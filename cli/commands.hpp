@@ -26,6 +26,7 @@ struct Args {
   std::string divergence = "kl";     // --divergence KIND
   double alpha = 0;                  // --alpha A (renyi's order)
   bool alpha_given = false;
+  std::string method = "variational";  // mixture-kl --method
 };
 
 // The kind --divergence names (checked by check_divergence_args).
@@ -37,5 +38,7 @@ void check_divergence_args(const Args& args, const std::string& command);
 void run_kl(const Args& args);
 void run_pairwise(const Args& args);
 void run_knn(const Args& args);
+// mixture-kl: --p and --q are batches of Gaussian mixtures (cli/mixture_load.hpp).
+void run_mixture_kl(const Args& args);
 
 }  // namespace gausskl::cli

@@ -263,6 +263,38 @@ int main(int argc, char** argv) {
       "  gausskl knn --p queries.npz --q database.npz -k 5 -o -\n"
       "  gausskl knn --p P.npz -k 5 --divergence renyi --alpha 0.5 -o nn.npz   # array `renyi`\n");
 
+  CLI::App* mixture_kl = app.add_subcommand(
+      "mixture-kl",
+      "KL(f_m || g_m) between Gaussian mixtures, row-wise over two batches of M mixtures (M = 1 "
+      "on either side broadcasts), in closed form from the all-pairs matrices between their "
+      "components (docs/mixtures.md)");
+  add_common(mixture_kl, args,
+             "output: .npy or .csv, [M] (with --method bounds [M, 2]: lower, upper), or - for "
+             "CSV on stdout; /dev/null keeps nothing");
+  mixture_kl->get_option("--p")->description(
+      "mixtures f: FILE.npz with the component arrays (as for kl: mean and one scale "
+      "description) with the components on axis 1 (mean [M, C, D], or [C, D] for one "
+      "mixture) and weights [M, C] (finite, >= 0, summing to 1 over C) or logits [M, C] "
+      "(softmax over C) beside them; or NAME=FILE .npy items, weights=FILE or logits=FILE "
+      "among them");
+  mixture_kl->get_option("--q")->description("mixtures g, as --p")->required();
+  mixture_kl
+      ->add_option("--method", args.method,
+                   "bounds: the guaranteed lower and upper bounds (Durrieu, Thiran & Kelly 2012; "
+                   "for f a single Gaussian the tighter -log sum_b pi_b exp(-KL(f || g_b))); "
+                   "upper_bound or lower_bound: one of them; variational (default; Hershey & "
+                   "Olsen 2007, exact for single Gaussians, 0 for f = g); product; matched "
+                   "(Goldberger et al. 2003)")
+      ->check(CLI::IsMember(
+          {"bounds", "variational", "upper_bound", "lower_bound", "product", "matched"}));
+  CLI::Option* const mixture_progress = add_progress(mixture_kl, progress_every);
+  mixture_kl->footer(
+      "\nExamples:\n"
+      "  gausskl mixture-kl --p F.npz --q G.npz -o kl.npy\n"
+      "  gausskl mixture-kl --p F.npz --q prior.npz --method bounds -o -   # lower,upper per "
+      "row\n"
+      "  gausskl mixture-kl --p mean=mu.npy std=s.npy weights=w.npy --q G.npz -o kl.npy\n");
+
   gausskl::cli::FitArgs fit_args;
   CLI::App* const fit = gausskl::cli::add_fit_command(app, fit_args);
 
@@ -284,13 +316,13 @@ int main(int argc, char** argv) {
       return usage_error(extra->message, help);
     }
     if (dynamic_cast<const CLI::RequiredError*>(&e) && command.empty()) {
-      return usage_error("give a command: kl, pairwise, knn or fit",
+      return usage_error("give a command: kl, pairwise, knn, mixture-kl or fit",
                          help);  // not "A subcommand..."
     }
     return usage_error(e.what(), help);
   }
   gausskl::io::remove_temporaries_on_signal();
-  for (const CLI::Option* given : {pairwise_progress, knn_progress}) {
+  for (const CLI::Option* given : {pairwise_progress, knn_progress, mixture_progress}) {
     // --progress alone gives one empty result (read as 0): the default, 10 s.
     if (given->count() > 0) {
       args.progress_every = given->results().front().empty() ? 10 : progress_every.front();
@@ -308,6 +340,7 @@ int main(int argc, char** argv) {
     if (kl->parsed()) gausskl::cli::run_kl(args);
     if (pairwise->parsed()) gausskl::cli::run_pairwise(args);
     if (knn->parsed()) gausskl::cli::run_knn(args);
+    if (mixture_kl->parsed()) gausskl::cli::run_mixture_kl(args);
     if (fit->parsed()) gausskl::cli::run_fit(fit_args);
   } catch (const std::invalid_argument& e) {
     // The library's errors come worded for the command line (cli/library_call.hpp).

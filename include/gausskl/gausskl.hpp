@@ -3,6 +3,7 @@
 
 #include "gausskl/errors.hpp"
 #include "gausskl/gradients.hpp"
+#include "gausskl/mixtures.hpp"
 #include "gausskl/moments.hpp"
 #include "gausskl/ops.hpp"
 #include "gausskl/types.hpp"

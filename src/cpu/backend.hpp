@@ -290,6 +290,13 @@ bool tril_rows(const float* m, std::int64_t row_stride, std::int64_t d, const fl
 bool tril_rows(const double* m, std::int64_t row_stride, std::int64_t d, const double* window,
                double min_variance, double max_variance) noexcept;
 
+// ---- log det Sigma per distribution (mixtures): pair/logdet.cpp ----
+// out[i] = log det Sigma_i for i < g.n(), each distribution prepared as for a pair (so a matrix
+// that is not positive definite fails as there, with factoring's jitter); the first failure is
+// returned (its index g's row) and out is then incomplete.
+template <class T>
+FactorFailure logdets(const Gaussians<T>& g, double* out, const Factoring& factoring);
+
 // ---- Running moments (MomentAccumulator): moments/update.cpp ----
 // Each chunk's own mean and centred scatter, joined to the running ones by Chan, Golub &
 // LeVeque's pairwise update.

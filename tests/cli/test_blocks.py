@@ -135,7 +135,7 @@ def test_progress_lines_on_any_stream(gausskl, tmp_path, rng, command):
                                             "--help)"),
     (["knn", "-k", "1", "--progress", "0"],
      "--progress: SECONDS must be a number > 0, found 0 (see gausskl knn --help)"),
-    (["kl", "--progress"], "kl has no --progress (pairwise and knn take it) (see gausskl kl "
+    (["kl", "--progress"], "kl has no --progress (pairwise, knn and mixture-kl take it) (see gausskl kl "
                            "--help)"),
 ])
 def test_progress_usage_errors(gausskl, tmp_path, rng, args, message):

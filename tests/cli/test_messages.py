@@ -60,7 +60,7 @@ def test_an_unknown_flag_comes_before_a_missing_one(gausskl, tmp_path, rng):
 
 def test_without_a_command(gausskl):
     assert stderr_of_usage_error(gausskl()) == (
-        "gausskl: error: give a command: kl, pairwise, knn or fit (see gausskl --help)\n")
+        "gausskl: error: give a command: kl, pairwise, knn, mixture-kl or fit (see gausskl --help)\n")
     assert stderr_of_usage_error(gausskl("--frobnicate")) == (
         "gausskl: error: gausskl has no --frobnicate (see gausskl --help)\n")
     assert stderr_of_usage_error(gausskl("--verison")) == (
