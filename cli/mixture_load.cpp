@@ -10,7 +10,9 @@
 namespace gausskl::cli {
 namespace {
 
-[[noreturn]] void fail(const std::string& what) { throw std::invalid_argument("[load] " + what); }
+[[noreturn]] void fail(const std::string& what) {
+  throw std::invalid_argument("[load] " + what);
+}
 
 std::string shape_text(const std::vector<std::int64_t>& shape) {
   std::string t = "[";
@@ -19,7 +21,9 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
   return t + "]";
 }
 
-bool is_weights(std::string_view name) { return name == "weights" || name == "logits"; }
+bool is_weights(std::string_view name) {
+  return name == "weights" || name == "logits";
+}
 
 }  // namespace
 
@@ -35,7 +39,8 @@ MixtureSide load_mixture_side(const std::string& name, const std::vector<std::st
            "NAME=FILE .npy items");
     }
     out.components = load_side(name, spec, keys, allowance);
-    found = io::read_npz(spec[0], [](std::string_view n) { return is_weights(n); }, &allowance)
+    found = io::read_npz(
+                spec[0], [](std::string_view n) { return is_weights(n); }, &allowance)
                 .arrays;
     std::erase_if(out.components.ignored, [](const std::string& n) { return is_weights(n); });
   } else {
@@ -55,8 +60,9 @@ MixtureSide load_mixture_side(const std::string& name, const std::vector<std::st
     out.components = load_side(name, rest, keys, allowance);
   }
   if (found.size() != 1) {
-    fail(name + ": a mixture needs exactly one of weights and logits [M, C] beside its "
-                "components, found " +
+    fail(name +
+         ": a mixture needs exactly one of weights and logits [M, C] beside its "
+         "components, found " +
          (found.empty() ? std::string("neither") : std::string("both")));
   }
   out.logits = found[0].first == "logits";

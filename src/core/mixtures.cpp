@@ -90,9 +90,9 @@ struct Side {
 template <class T>
 std::vector<double> log_weights(const char* op, const char* name, const Mixtures<T>& m) {
   const std::int64_t count = m.count(), c = m.c();
-  const double tol = std::is_same_v<T, float> ? 1e-6
-                                              : 16.0 * static_cast<double>(c) *
-                                                    std::numeric_limits<double>::epsilon();
+  const double tol = std::is_same_v<T, float>
+                         ? 1e-6
+                         : 16.0 * static_cast<double>(c) * std::numeric_limits<double>::epsilon();
   const std::string given = std::string(name) + (m.logits ? ".logits" : ".weights");
   std::vector<double> out(static_cast<std::size_t>(count * c));
   for (std::int64_t i = 0; i < count; ++i) {
@@ -126,10 +126,10 @@ std::vector<double> log_weights(const char* op, const char* name, const Mixtures
   // The checks name the batch p; here it is f or g.
   if (text.starts_with("p.")) text.replace(0, 1, name);
   const std::int64_t r = e.index();
-  throw InputError(e.kind(), op,
-                   text + " (" + name + "'s mixture " + show(r / c) + ", component " +
-                       show(r % c) + ")",
-                   name, r);
+  throw InputError(
+      e.kind(), op,
+      text + " (" + name + "'s mixture " + show(r / c) + ", component " + show(r % c) + ")", name,
+      r);
 }
 
 template <class T>

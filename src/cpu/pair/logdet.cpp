@@ -13,8 +13,7 @@ FactorFailure logdets(const Gaussians<T>& g, double* out, const Factoring& facto
   std::vector<double> slot(static_cast<std::size_t>(layout.size)),
       scratch(static_cast<std::size_t>(prepare_scratch_size(layout)));
   for (std::int64_t n = 0; n < g.n(); ++n) {
-    const FactorFailure failed =
-        prepare_one(g, n, layout, slot.data(), scratch.data(), factoring);
+    const FactorFailure failed = prepare_one(g, n, layout, slot.data(), scratch.data(), factoring);
     if (failed.index >= 0) return failed;
     const Prepared p = layout.view(slot.data());
     double sum = 0;
