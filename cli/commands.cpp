@@ -43,19 +43,22 @@ Keys keys_of(const std::string& side, const std::string& side_keys, const std::s
   return parsed;
 }
 
+// What loading skipped (pandas' row labels, arrays that are not parameters), on stderr.
+void print_notes(const Side& side) {
+  for (const std::string& note : side.notes)
+    std::fprintf(stderr, "gausskl: note: %s\n", note.c_str());
+  if (!ignored_note(side).empty()) {
+    std::fprintf(stderr, "gausskl: note: %s\n", ignored_note(side).c_str());
+  }
+}
+
 Inputs load(const Args& args, io::MemoryAllowance& allowance) {
   Inputs in{load_side("p", args.p, keys_of("p", args.p_keys, args.keys), allowance), std::nullopt};
   if (!args.q.empty()) {
     in.q = load_side("q", args.q, keys_of("q", args.q_keys, args.keys), allowance);
   }
-  for (const Side* side : {&in.p, in.q ? &*in.q : nullptr}) {
-    if (!side) continue;
-    for (const std::string& note : side->notes)
-      std::fprintf(stderr, "gausskl: note: %s\n", note.c_str());
-    if (!ignored_note(*side).empty()) {
-      std::fprintf(stderr, "gausskl: note: %s\n", ignored_note(*side).c_str());
-    }
-  }
+  print_notes(in.p);
+  if (in.q) print_notes(*in.q);
   if (args.log_diagonal && !has_packed(in.p) && !(in.q && has_packed(*in.q))) {
     throw std::invalid_argument(
         std::string("[load] --log-diagonal applies to packed_scale_tril, which ") +
@@ -267,13 +270,8 @@ void run_mixture_kl(const Args& args) {
       load_mixture_side("p", args.p, keys_of("p", args.p_keys, args.keys), allowance);
   const MixtureSide q =
       load_mixture_side("q", args.q, keys_of("q", args.q_keys, args.keys), allowance);
-  for (const MixtureSide* side : {&p, &q}) {
-    for (const std::string& note : side->components.notes)
-      std::fprintf(stderr, "gausskl: note: %s\n", note.c_str());
-    if (!ignored_note(side->components).empty()) {
-      std::fprintf(stderr, "gausskl: note: %s\n", ignored_note(side->components).c_str());
-    }
-  }
+  print_notes(p.components);
+  print_notes(q.components);
   Output out(args.output, {Format::npy, Format::csv});
   const bool bounds = args.method == "bounds";
   MixtureMethod method = MixtureMethod::variational;
@@ -309,16 +307,16 @@ void run_mixture_kl(const Args& args) {
       }
     });
     // bounds: [M, 2], lower then upper per row; otherwise [M].
-    std::vector<double> result = a;
-    if (bounds) {
-      result.resize(2 * a.size());
-      for (std::size_t i = 0; i < a.size(); ++i) {
-        result[2 * i] = a[i];
-        result[2 * i + 1] = b[i];
-      }
-    }
     const auto write = [&]<class U>() {
-      const std::vector<U> values(result.begin(), result.end());
+      std::vector<U> values(bounds ? 2 * a.size() : a.size());
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        if (bounds) {
+          values[2 * i] = static_cast<U>(a[i]);
+          values[2 * i + 1] = static_cast<U>(b[i]);
+        } else {
+          values[i] = static_cast<U>(a[i]);
+        }
+      }
       MatrixWriter<U>(out, n, bounds ? 2 : 0).append(n, values.data());
     };
     if (u64) {

@@ -14,15 +14,9 @@
 #include "io/npz.hpp"
 
 namespace gausskl::cli {
-namespace {
 
-[[noreturn]] void fail(const std::string& what) {
+void fail_load(const std::string& what) {
   throw std::invalid_argument("[load] " + what);
-}
-
-// As the file layer says it: "[read] path: line 1: ...".
-[[noreturn]] void fail_read(const std::string& path, const std::string& what) {
-  throw std::invalid_argument("[read] " + path + ": " + what);
 }
 
 std::string shape_text(const std::vector<std::int64_t>& shape) {
@@ -30,6 +24,13 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
   for (std::size_t k = 0; k < shape.size(); ++k)
     t += (k ? ", " : "") + std::to_string(shape[k]);
   return t + "]";
+}
+
+namespace {
+
+// As the file layer says it: "[read] path: line 1: ...".
+[[noreturn]] void fail_read(const std::string& path, const std::string& what) {
+  throw std::invalid_argument("[read] " + path + ": " + what);
 }
 
 // 'a', 'b', 'c', at most `most` of them ("and 12 more" after).
@@ -117,19 +118,21 @@ std::vector<std::string> scale_names(const Side& side, const Keys& keys = {}) {
   }
   const bool factor = side.arrays.count("cov_factor"), diag = side.arrays.count("cov_diag");
   if (factor != diag) {
-    fail(side.name + ": " + (factor ? "cov_factor needs cov_diag" : "cov_diag needs cov_factor") +
-         missing_hint(side, keys, {factor ? "cov_diag" : "cov_factor"}));
+    fail_load(side.name + ": " +
+              (factor ? "cov_factor needs cov_diag" : "cov_diag needs cov_factor") +
+              missing_hint(side, keys, {factor ? "cov_diag" : "cov_factor"}));
   }
   if (factor) found.push_back("cov_factor");
   if (found.empty()) {
     std::vector<std::string> scales(kDiagScales.begin(), kDiagScales.end());
     scales.insert(scales.end(), kFullScales.begin(), kFullScales.end());
     scales.insert(scales.end(), {"cov_factor", "cov_diag"});
-    fail(side.name + ": no scale array; " + expected_arrays() + missing_hint(side, keys, scales));
+    fail_load(side.name + ": no scale array; " + expected_arrays() +
+              missing_hint(side, keys, scales));
   }
   if (found.size() > 1) {
-    fail(side.name + ": two scale descriptions, " + found[0] + " and " + found[1] +
-         "; give exactly one");
+    fail_load(side.name + ": two scale descriptions, " + found[0] + " and " + found[1] +
+              "; give exactly one");
   }
   if (found[0] == "cov_factor") return {"cov_factor", "cov_diag"};
   return found;
@@ -215,9 +218,9 @@ void read_csv_side(Side& side, const std::string& path, const Keys& keys,
   io::CsvTable table = io::read_csv_table(path, &allowance);
   const io::CsvNames names = table.header.line ? table.header : table.comment;
   if (!names.line) {
-    fail("--" + side.name + " " + path +
-         ": a table needs a header row naming its columns, e.g. mean_0,mean_1,std_0,std_1 (or "
-         "give each array as NAME=FILE)");
+    fail_load("--" + side.name + " " + path +
+              ": a table needs a header row naming its columns, e.g. mean_0,mean_1,std_0,std_1 (or "
+              "give each array as NAME=FILE)");
   }
   side.table = true;
   if (table.row_labels) side.notes.push_back(row_labels_note(path));
@@ -270,32 +273,33 @@ Side load_side(const std::string& name, const std::vector<std::string>& spec, co
     } else if (is_text_table(spec[0])) {
       read_csv_side(side, spec[0], keys, allowance);
     } else {
-      fail("--" + name + " " + spec[0] +
-           ": give a .npz file, a .csv table with a header row (.tsv and .txt read as CSV), or "
-           "NAME=FILE items (.npy or .csv)");
+      fail_load(
+          "--" + name + " " + spec[0] +
+          ": give a .npz file, a .csv table with a header row (.tsv and .txt read as CSV), or "
+          "NAME=FILE items (.npy or .csv)");
     }
   } else {
     for (const std::string& item : spec) {
       const auto eq = item.find('=');
       if (eq == std::string::npos) {
-        fail("--" + name + " " + item + ": with several items, each must be NAME=FILE");
+        fail_load("--" + name + " " + item + ": with several items, each must be NAME=FILE");
       }
       const std::string entry = item.substr(0, eq), path = item.substr(eq + 1);
       if (!is_array_name(entry)) {
-        fail("--" + name + ": unknown array '" + entry + "'; " + expected_arrays());
+        fail_load("--" + name + ": unknown array '" + entry + "'; " + expected_arrays());
       }
-      if (side.arrays.count(entry)) fail("--" + name + ": " + entry + " given twice");
+      if (side.arrays.count(entry)) fail_load("--" + name + ": " + entry + " given twice");
       if (has_extension(path, ".npy")) {
         side.arrays.emplace(entry, io::read_npy(path, &allowance));
       } else if (is_text_table(path)) {
         side.arrays.emplace(entry, read_csv_array(side, entry, path, keys, allowance));
       } else {
-        fail("--" + name + " " + item + ": the file must be .npy or .csv (or .tsv, .txt)");
+        fail_load("--" + name + " " + item + ": the file must be .npy or .csv (or .tsv, .txt)");
       }
     }
   }
   if (!side.arrays.count("mean")) {
-    fail(name + ": no mean array; " + expected_arrays() + missing_hint(side, keys, {"mean"}));
+    fail_load(name + ": no mean array; " + expected_arrays() + missing_hint(side, keys, {"mean"}));
   }
   scale_names(side, keys);
   return side;
@@ -321,7 +325,7 @@ template <class T>
 Batch<T>::Batch(const Side& side, io::MemoryAllowance& allowance, bool log_diagonal) {
   const io::Array& mean = side.arrays.at("mean");
   if (mean.shape.size() != 1 && mean.shape.size() != 2) {
-    fail(side.name + ".mean has shape " + shape_text(mean.shape) + "; expected [N, D] or [D]");
+    fail_load(side.name + ".mean has shape " + shape_text(mean.shape) + "; expected [N, D] or [D]");
   }
   // A 1-D mean is one distribution: every array gets a leading dimension of 1.
   const bool single = mean.shape.size() == 1;
@@ -329,9 +333,9 @@ Batch<T>::Batch(const Side& side, io::MemoryAllowance& allowance, bool log_diago
     std::vector<std::int64_t> s = side.arrays.at(n).shape;
     if (single) s.insert(s.begin(), 1);
     if (s.size() != rank) {
-      fail(side.name + "." + n + " has shape " + shape_text(side.arrays.at(n).shape) + " but " +
-           side.name + ".mean has shape " + shape_text(mean.shape) + "; expected " +
-           std::to_string(rank - (single ? 1 : 0)) + "-D");
+      fail_load(side.name + "." + n + " has shape " + shape_text(side.arrays.at(n).shape) +
+                " but " + side.name + ".mean has shape " + shape_text(mean.shape) + "; expected " +
+                std::to_string(rank - (single ? 1 : 0)) + "-D");
     }
     return s;
   };

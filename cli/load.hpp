@@ -1,6 +1,7 @@
 // Reading one side's distributions (--p or --q) from files, and viewing them for the library.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -38,6 +39,12 @@ Side load_side(const std::string& name, const std::vector<std::string>& spec, co
 // "P.npz: ignoring arrays 'labels', 'weights' (not distribution parameters)" ("columns" for a
 // table), or empty when nothing was ignored.
 std::string ignored_note(const Side& side);
+
+// Throws std::invalid_argument "[load] what": a bad spec, name or shape.
+[[noreturn]] void fail_load(const std::string& what);
+
+// "[2, 3, 4]".
+std::string shape_text(const std::vector<std::int64_t>& shape);
 
 // True if any array of the side is float64.
 bool has_float64(const Side& side);

@@ -10,17 +10,6 @@
 namespace gausskl::cli {
 namespace {
 
-[[noreturn]] void fail(const std::string& what) {
-  throw std::invalid_argument("[load] " + what);
-}
-
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-  std::string t = "[";
-  for (std::size_t k = 0; k < shape.size(); ++k)
-    t += (k ? ", " : "") + std::to_string(shape[k]);
-  return t + "]";
-}
-
 bool is_weights(std::string_view name) {
   return name == "weights" || name == "logits";
 }
@@ -34,9 +23,9 @@ MixtureSide load_mixture_side(const std::string& name, const std::vector<std::st
   std::vector<std::pair<std::string, io::Array>> found;
   if (spec.size() == 1 && spec[0].find('=') == std::string::npos) {
     if (!has_extension(spec[0], ".npz")) {
-      fail("--" + name + " " + spec[0] +
-           ": a mixture is read from a .npz file (component arrays and weights or logits) or "
-           "NAME=FILE .npy items");
+      fail_load("--" + name + " " + spec[0] +
+                ": a mixture is read from a .npz file (component arrays and weights or logits) or "
+                "NAME=FILE .npy items");
     }
     out.components = load_side(name, spec, keys, allowance);
     found = io::read_npz(
@@ -53,17 +42,17 @@ MixtureSide load_mixture_side(const std::string& name, const std::vector<std::st
       }
       const std::string path = item.substr(eq + 1);
       if (!has_extension(path, ".npy")) {
-        fail("--" + name + " " + item + ": " + entry + " must be a .npy file");
+        fail_load("--" + name + " " + item + ": " + entry + " must be a .npy file");
       }
       found.emplace_back(entry, io::read_npy(path, &allowance));
     }
     out.components = load_side(name, rest, keys, allowance);
   }
   if (found.size() != 1) {
-    fail(name +
-         ": a mixture needs exactly one of weights and logits [M, C] beside its "
-         "components, found " +
-         (found.empty() ? std::string("neither") : std::string("both")));
+    fail_load(name +
+              ": a mixture needs exactly one of weights and logits [M, C] beside its "
+              "components, found " +
+              (found.empty() ? std::string("neither") : std::string("both")));
   }
   out.logits = found[0].first == "logits";
   out.weights = std::move(found[0].second);
@@ -72,22 +61,23 @@ MixtureSide load_mixture_side(const std::string& name, const std::vector<std::st
   io::Array& mean = out.components.arrays.at("mean");
   if (w.size() == 1) w.insert(w.begin(), 1);  // one mixture
   if (w.size() != 2) {
-    fail(name + "." + given + " has shape " + shape_text(w) + "; expected [M, C] or [C]");
+    fail_load(name + "." + given + " has shape " + shape_text(w) + "; expected [M, C] or [C]");
   }
   const bool one = mean.shape.size() == 2;
   if (!(one && w[0] == 1 && mean.shape[0] == w[1]) &&
       !(mean.shape.size() == 3 && mean.shape[0] == w[0] && mean.shape[1] == w[1])) {
-    fail(name + ".mean has shape " + shape_text(mean.shape) + " but " + name + "." + given +
-         " has shape " + shape_text(out.weights.shape) +
-         "; expected mean [M, C, D] (components on axis 1) or [C, D] for one mixture");
+    fail_load(name + ".mean has shape " + shape_text(mean.shape) + " but " + name + "." + given +
+              " has shape " + shape_text(out.weights.shape) +
+              "; expected mean [M, C, D] (components on axis 1) or [C, D] for one mixture");
   }
   if (!one) {
     // Axes 0 and 1 (mixture, component) of every component array merged into one row axis.
     for (auto& [array, values] : out.components.arrays) {
       std::vector<std::int64_t>& s = values.shape;
       if (s.size() < 3 || s[0] != w[0] || s[1] != w[1]) {
-        fail(name + "." + array + " has shape " + shape_text(s) + "; its first axes must be [M, " +
-             "C] = " + shape_text(w) + " as " + given + "'s");
+        fail_load(name + "." + array + " has shape " + shape_text(s) +
+                  "; its first axes must be [M, " + "C] = " + shape_text(w) + " as " + given +
+                  "'s");
       }
       s[1] *= s[0];
       s.erase(s.begin());

@@ -58,14 +58,14 @@ Gaussians<T> rows_of(const Gaussians<T>& g, std::int64_t first, std::int64_t cou
 }
 
 // log-sum-exp of n terms (-inf for none or all -inf).
-double lse(const double* x, std::int64_t n, std::int64_t stride = 1) {
+double lse(const double* x, std::int64_t n) {
   double top = -std::numeric_limits<double>::infinity();
   for (std::int64_t i = 0; i < n; ++i)
-    top = std::max(top, x[i * stride]);
+    top = std::max(top, x[i]);
   if (!std::isfinite(top)) return top;
   double sum = 0;
   for (std::int64_t i = 0; i < n; ++i)
-    sum += std::exp(x[i * stride] - top);
+    sum += std::exp(x[i] - top);
   return top + std::log(sum);
 }
 
@@ -83,7 +83,6 @@ double weighted_sum(const double* log_w, const std::vector<double>& x) {
 template <class T>
 struct Side {
   const Mixtures<T>* m;
-  const char* name;
   std::vector<double> log_w, logdet;
 };
 
@@ -142,7 +141,7 @@ Side<T> prepare_side(const char* op, const char* name, const Mixtures<T>& m,
                  " rows (mixture m's component a at row m * C + a), found " +
                  show(m.components.n()));
   }
-  Side<T> side{&m, name, log_weights(op, name, m), {}};
+  Side<T> side{&m, log_weights(op, name, m), {}};
   side.logdet.resize(static_cast<std::size_t>(count * c));
   std::atomic<std::int64_t> jittered{0};
   cpu::FactorFailure failed;
@@ -171,35 +170,34 @@ struct Blocks {
 
 enum Need : unsigned { kKl = 1, kBhat = 2 };
 
+// The engine's blocks between the components of two mixtures, with the calls' options.
 template <class T>
 class Pair {
  public:
-  Pair(const Side<T>& f, const Side<T>& g, bool same, const Options& options)
-      : f_(f), g_(g), same_(same), options_(options) {
+  Pair(std::int64_t d, const Options& options) : options_(options) {
     options_.progress = nullptr;
     options_.on_jitter = nullptr;  // reported once, by prepare_side
-    zeros_.assign(static_cast<std::size_t>(f.m->components.d()), T(0));
+    zeros_.assign(static_cast<std::size_t>(d), T(0));
   }
 
   // The blocks of f's mixture i against its own components (g = nullptr) or g's mixture j.
-  Blocks blocks(std::int64_t i, const Side<T>* g, std::int64_t j, unsigned need) const {
-    const Gaussians<T>& fc = f_.m->components;
-    const std::int64_t c = f_.m->c(), k = g ? g->m->c() : c, d = fc.d();
-    const Gaussians<T> a = rows_of(fc, i * c, c);
-    const std::optional<Gaussians<T>> b =
-        g ? std::optional(rows_of(g->m->components, j * k, k)) : std::nullopt;
-    const View<T, 2> zero{zeros_.data(), {c, d}, {0, 1}}, zero_k{zeros_.data(), {k, d}, {0, 1}};
+  Blocks blocks(const Side<T>& f, std::int64_t i, const Side<T>* g, std::int64_t j,
+                unsigned need) const {
+    const std::int64_t c = f.m->c(), k = g ? g->m->c() : c;
+    // Mixture `at`'s n components of `side`, with zero_means all means 0 (a stride-0 view).
+    const auto rows = [&](const Side<T>& side, std::int64_t at, std::int64_t n, bool zero_means) {
+      const View<T, 2> zero{zeros_.data(), {n, side.m->components.d()}, {0, 1}};
+      return rows_of(side.m->components, at * n, n, zero_means ? &zero : nullptr);
+    };
     Blocks out;
     const auto run = [&](Matrix& m, Divergence kind, bool zero_means) {
       m.resize(static_cast<std::size_t>(c * k));
       Options o = options_;
       o.divergence = kind;
-      const Gaussians<T> a0 = zero_means ? rows_of(fc, i * c, c, &zero) : a;
-      if (!b) {
-        pairwise(a0, std::span<double>(m), o);
+      if (!g) {
+        pairwise(rows(f, i, c, zero_means), std::span<double>(m), o);
       } else {
-        const Gaussians<T> b0 = zero_means ? rows_of(g->m->components, j * k, k, &zero_k) : *b;
-        pairwise(a0, b0, std::span<double>(m), o);
+        pairwise(rows(f, i, c, zero_means), rows(*g, j, k, zero_means), std::span<double>(m), o);
       }
     };
     if (need & kKl) run(out.kl, Divergence::kl, false);
@@ -210,14 +208,7 @@ class Pair {
     return out;
   }
 
-  const Side<T>& f() const { return f_; }
-  const Side<T>& g() const { return g_; }
-  bool same() const { return same_; }
-
  private:
-  const Side<T>& f_;
-  const Side<T>& g_;
-  bool same_;
   Options options_;
   std::vector<T> zeros_;
 };
@@ -373,20 +364,14 @@ void run_pairs(const char* op, const Mixtures<T>& f, const Mixtures<T>& g, Mixtu
   }
   const std::int64_t n = std::max(mf, mg);
   detail::check_size(op, "out", outputs, n);
-  const Pair<T> pair(fs, gs, same, options);
+  const Pair<T> pair(f.components.d(), options);
   const unsigned own = self_need(method, bounds), other = cross_need(method, bounds);
-  std::optional<Blocks> shared_self;  // f of one mixture: its own blocks once
+  std::optional<Blocks> self;  // f's mixture's blocks against itself (with M_f = 1, once)
   const std::int64_t c = f.c(), k = g.c(), d = f.components.d();
   for (std::int64_t m = 0; m < n; ++m) {
     const std::int64_t i = mf == 1 ? 0 : m, j = mg == 1 ? 0 : m;
-    std::optional<Blocks> self_here;
-    if (mf == 1) {
-      if (!shared_self) shared_self = pair.blocks(0, nullptr, 0, own | (same ? other : 0));
-    } else {
-      self_here = pair.blocks(i, nullptr, 0, own | (same ? other : 0));
-    }
-    const Blocks& self = mf == 1 ? *shared_self : *self_here;
-    const Blocks cross = same ? Blocks{} : pair.blocks(i, &gs, j, other);
+    if (mf > 1 || !self) self = pair.blocks(fs, i, nullptr, 0, own | (same ? other : 0));
+    const Blocks cross = same ? Blocks{} : pair.blocks(fs, i, &gs, j, other);
     const Terms t{c,
                   k,
                   d,
@@ -394,8 +379,8 @@ void run_pairs(const char* op, const Mixtures<T>& f, const Mixtures<T>& g, Mixtu
                   fs.logdet.data() + i * c,
                   gs.log_w.data() + j * k,
                   gs.logdet.data() + j * k,
-                  self,
-                  same ? self : cross};
+                  *self,
+                  same ? *self : cross};
     emit(m, t);
     if (options.progress) options.progress(m + 1, n);
   }
